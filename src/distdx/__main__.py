@@ -1,0 +1,5 @@
+import sys
+
+from distdx.cli import main
+
+sys.exit(main())

@@ -1,0 +1,92 @@
+"""The command-line layer: the only part of distdx that prints.
+
+Each subcommand lives in its own module here and exposes ``register(subparsers)``, which adds
+its parser and sets ``func(args) -> int``. A command parses, calls one library function and
+renders the result; a :class:`~distdx.errors.DistdxError` becomes a message and an exit code,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from distdx import __version__
+from distdx.errors import EXIT_INTERNAL, DistdxError
+
+# Order is the order of `distdx --help`.
+COMMANDS = (
+    "diagnose",
+    "eval",
+    "taxonomy",
+    "rules",
+    "doctor",
+    "lint",
+    "estimate",
+    "run",
+    "lab",
+    "study",
+    "kb",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="distdx",
+        description="Diagnose, prevent, detect and reproduce failures of distributed deep-learning jobs.",
+    )
+    parser.add_argument("--version", action="version", version=f"distdx {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"distdx.cli.{name}_cmd")
+        except ModuleNotFoundError as e:
+            if e.name == f"distdx.cli.{name}_cmd":
+                continue  # a capability not built yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args) or 0)
+    except DistdxError as e:
+        print(e.render(), file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # the reader went away (e.g. `| head`); nothing left to say
+        sys.stderr.close()
+        return 0
+    except Exception as e:  # a bug in distdx: say so plainly, keep the details for the report
+        import traceback
+
+        print(
+            f"error[DX-INTERNAL]: distdx failed unexpectedly: {type(e).__name__}: {e}\n"
+            "  this is a bug in distdx; please report it with the command you ran.\n"
+            "  set DISTDX_DEBUG=1 to see the traceback.",
+            file=sys.stderr,
+        )
+        import os
+
+        if os.environ.get("DISTDX_DEBUG"):
+            traceback.print_exc()
+        return EXIT_INTERNAL
+
+
+def add_format_option(parser: argparse.ArgumentParser, choices: tuple[str, ...] = ("text", "json", "markdown")) -> None:
+    parser.add_argument("--format", "-f", choices=choices, default="text", help="output format (default: text)")
+
+
+def emit(text: str) -> None:
+    """Write a rendered result to stdout, ending with exactly one newline."""
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")

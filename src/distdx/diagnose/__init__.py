@@ -1,0 +1,7 @@
+"""Diagnosis: parsed logs or issue text in, ranked hypotheses out.
+
+Contract: :func:`diagnose` takes a :class:`~distdx.logs.ParsedLog` and returns a
+:class:`Diagnosis` holding, for each of stage, symptom, root cause and fix pattern, a ranked list
+of ``(id, score)`` best first, the first failure, the evidence (rule hits with rank, file, line),
+fix steps and similar known issues. Deterministic and offline; it never prints.
+"""

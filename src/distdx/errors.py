@@ -1,0 +1,48 @@
+"""The one error type distdx raises for problems a user can act on.
+
+Every error says *what* went wrong, *why*, and *how to fix it*. The CLI renders it with
+:meth:`DistdxError.render` and exits with :attr:`DistdxError.exit_code`; it never shows a
+traceback for a ``DistdxError``.
+"""
+
+from __future__ import annotations
+
+# Exit codes shared by every command.
+EXIT_OK = 0
+EXIT_FINDINGS = 1  # the command ran and found problems (lint errors, failed checks)
+EXIT_USAGE = 2  # bad arguments or unusable input
+EXIT_INTERNAL = 3  # a bug in distdx
+
+
+class DistdxError(Exception):
+    """A diagnostic error: a stable code, what happened, why, and a hint on how to fix it."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        why: str | None = None,
+        hint: str | None = None,
+        exit_code: int = EXIT_USAGE,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.why = why
+        self.hint = hint
+        self.exit_code = exit_code
+
+    def render(self) -> str:
+        lines = [f"error[{self.code}]: {self.message}"]
+        if self.why:
+            lines.append(f"  why: {self.why}")
+        if self.hint:
+            lines.append(f"  fix: {self.hint}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"code": self.code, "message": self.message, "why": self.why, "hint": self.hint}
+
+    def __str__(self) -> str:
+        return self.render()

@@ -1,0 +1,212 @@
+"""Signature rules: typed loader and validator for ``rules/*.yaml``.
+
+A rule file is YAML with ``version: 1`` and a list ``rules``. Each rule::
+
+    - code: DX-NCCL-001            # stable, never reused: DX-<AREA>-NNN
+      title: NCCL watchdog timed out on a collective
+      status: stable               # stable | preview | deprecated
+      severity: error              # error | warning | info
+      weight: 1.0                  # strength of the evidence, 0 < w <= 1 (vague cues lower)
+      cascade: false               # true when the line is usually a consequence on other ranks
+      patterns:                    # Python regexes; the rule fires on a line any of them matches
+        - 'Watchdog caught collective operation timeout'
+      requires: []                 # regexes that must also occur somewhere in the input
+      excludes: []                 # regexes that veto the rule when they occur anywhere
+      symptoms: {"4.7": 1.0}       # weighted taxonomy targets (stage follows from the symptom)
+      root_causes: {R4.7: 0.6, R4.1: 0.4}
+      fix_patterns: {F3: 0.7, F4: 0.3}
+      explanation: Why this happens, in a few sentences.
+      fix:                         # concrete steps: commands, config keys, environment variables
+        - Set NCCL_DEBUG=INFO ...
+      references:
+        - {url: "https://...", title: "..."}
+      fixtures:
+        match: ["a trimmed real log line or block that must fire the rule"]
+        no_match: ["a near miss that must not"]
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+import yaml
+
+from distdx.errors import DistdxError
+from distdx.knowledge.taxonomy import taxonomy
+
+CODE_RE = re.compile(r"^DX-[A-Z0-9]+-\d{3}$")
+STATUSES = ("stable", "preview", "deprecated")
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Reference:
+    url: str
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    title: str
+    patterns: tuple[re.Pattern[str], ...]
+    symptoms: dict[str, float]
+    root_causes: dict[str, float]
+    fix_patterns: dict[str, float]
+    explanation: str
+    fix: tuple[str, ...]
+    status: str = "stable"
+    severity: str = "error"
+    weight: float = 1.0
+    cascade: bool = False
+    requires: tuple[re.Pattern[str], ...] = ()
+    excludes: tuple[re.Pattern[str], ...] = ()
+    references: tuple[Reference, ...] = ()
+    fixtures_match: tuple[str, ...] = ()
+    fixtures_no_match: tuple[str, ...] = ()
+    source: str = ""  # the YAML file the rule came from
+    stages: dict[str, float] = field(default_factory=dict)  # derived from symptoms
+
+    def first_match(self, line: str) -> re.Match[str] | None:
+        for pattern in self.patterns:
+            m = pattern.search(line)
+            if m:
+                return m
+        return None
+
+    def applies_to(self, whole_text: str) -> bool:
+        """The document-level conditions: every ``requires`` occurs and no ``excludes`` does."""
+        if any(p.search(whole_text) is None for p in self.requires):
+            return False
+        return not any(p.search(whole_text) for p in self.excludes)
+
+    def matches_text(self, text: str) -> bool:
+        """Whether the rule fires anywhere in ``text`` (used by fixtures and docs)."""
+        if not self.applies_to(text):
+            return False
+        return any(self.first_match(line) for line in text.splitlines())
+
+
+def _fail(source: str, code: str, what: str) -> DistdxError:
+    return DistdxError(
+        "DX-KB-001",
+        f"invalid rule {code or '?'} in {source}: {what}",
+        why="signature rules are validated when loaded so a broken rule never silently stops firing",
+        hint="fix the rule in src/distdx/knowledge/rules/ and run `pytest tests/knowledge`",
+        exit_code=3,
+    )
+
+
+def _compile(source: str, code: str, patterns: object, key: str) -> tuple[re.Pattern[str], ...]:
+    if patterns is None:
+        return ()
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    if not isinstance(patterns, list):
+        raise _fail(source, code, f"{key} must be a list of regexes")
+    compiled = []
+    for p in patterns:
+        try:
+            compiled.append(re.compile(str(p)))
+        except re.error as e:
+            raise _fail(source, code, f"{key} regex {p!r} does not compile: {e}") from None
+    return tuple(compiled)
+
+
+def _weights(source: str, code: str, spec: dict, key: str, dimension: str) -> dict[str, float]:
+    raw = spec.get(key) or {}
+    if not isinstance(raw, dict) or not raw:
+        raise _fail(source, code, f"{key} must be a non-empty mapping of {dimension} IDs to weights")
+    tax = taxonomy()
+    out: dict[str, float] = {}
+    for node_id, w in raw.items():
+        node_id = str(node_id)
+        if node_id not in tax or tax.nodes[node_id].dimension != dimension:
+            raise _fail(source, code, f"{key} names {node_id!r}, which is not a {dimension} ID")
+        if not isinstance(w, (int, float)) or not 0 < float(w) <= 1:
+            raise _fail(source, code, f"{key}[{node_id}] weight must be in (0, 1]")
+        out[node_id] = float(w)
+    total = sum(out.values())
+    return {k: v / total for k, v in out.items()}
+
+
+def _parse_rule(source: str, spec: dict) -> Rule:
+    code = str(spec.get("code", ""))
+    if not CODE_RE.match(code):
+        raise _fail(source, code, "code must look like DX-AREA-001")
+    for required in ("title", "patterns", "explanation", "fix"):
+        if not spec.get(required):
+            raise _fail(source, code, f"missing {required}")
+    status = spec.get("status", "stable")
+    severity = spec.get("severity", "error")
+    if status not in STATUSES:
+        raise _fail(source, code, f"status must be one of {STATUSES}")
+    if severity not in SEVERITIES:
+        raise _fail(source, code, f"severity must be one of {SEVERITIES}")
+    weight = float(spec.get("weight", 1.0))
+    if not 0 < weight <= 1:
+        raise _fail(source, code, "weight must be in (0, 1]")
+    symptoms = _weights(source, code, spec, "symptoms", "symptom")
+    stages: dict[str, float] = {}
+    tax = taxonomy()
+    for sym, w in symptoms.items():
+        stage = tax.nodes[sym].stage
+        stages[stage] = stages.get(stage, 0.0) + w  # type: ignore[index]
+    fixtures = spec.get("fixtures") or {}
+    refs = tuple(
+        Reference(url=str(r["url"]), title=str(r.get("title", ""))) if isinstance(r, dict)
+        else Reference(url=str(r))
+        for r in spec.get("references") or ()
+    )
+    fix = spec["fix"]
+    return Rule(
+        code=code,
+        title=str(spec["title"]),
+        patterns=_compile(source, code, spec["patterns"], "patterns"),
+        requires=_compile(source, code, spec.get("requires"), "requires"),
+        excludes=_compile(source, code, spec.get("excludes"), "excludes"),
+        symptoms=symptoms,
+        root_causes=_weights(source, code, spec, "root_causes", "root_cause"),
+        fix_patterns=_weights(source, code, spec, "fix_patterns", "fix_pattern"),
+        explanation=" ".join(str(spec["explanation"]).split()),
+        fix=tuple(str(s).strip() for s in (fix if isinstance(fix, list) else [fix])),
+        status=status,
+        severity=severity,
+        weight=weight,
+        cascade=bool(spec.get("cascade", False)),
+        references=refs,
+        fixtures_match=tuple(str(s) for s in fixtures.get("match") or ()),
+        fixtures_no_match=tuple(str(s) for s in fixtures.get("no_match") or ()),
+        source=source,
+        stages=stages,
+    )
+
+
+def parse_rule_file(source: str, text: str) -> list[Rule]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise _fail(source, "", f"YAML does not parse: {e}") from None
+    if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("rules"), list):
+        raise _fail(source, "", "a rule file is a mapping with `version: 1` and a list `rules`")
+    return [_parse_rule(source, spec) for spec in data["rules"]]
+
+
+@lru_cache(maxsize=1)
+def load_rules() -> tuple[Rule, ...]:
+    """All rules of the bundled knowledge base, in file then definition order; codes are unique."""
+    folder = resources.files("distdx.knowledge").joinpath("rules")
+    rules: list[Rule] = []
+    seen: dict[str, str] = {}
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".yaml"):
+            continue
+        for rule in parse_rule_file(entry.name, entry.read_text(encoding="utf-8")):
+            if rule.code in seen:
+                raise _fail(entry.name, rule.code, f"code already used in {seen[rule.code]}")
+            seen[rule.code] = entry.name
+            rules.append(rule)
+    return tuple(rules)

@@ -1,0 +1,86 @@
+"""Records produced by log ingestion and consumed by the diagnosis engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line of a log, with the launcher prefix removed and attributed to a rank/host."""
+
+    source: str  # file path, "<stdin>", or "<text>"
+    lineno: int  # 1-based line number within source
+    text: str  # the line without launcher prefix, ANSI codes or progress-bar redraws
+    rank: int | None = None
+    host: str | None = None
+    timestamp: str | None = None  # as written in the log, when there was one
+
+
+@dataclass(frozen=True)
+class Frame:
+    file: str
+    line: int
+    function: str = ""
+
+
+@dataclass(frozen=True)
+class Block:
+    """A multi-line unit: a Python traceback, a C++/NCCL error block, a compiler error,
+    a launcher exit summary or torchelastic failure table."""
+
+    kind: str  # python_traceback | cpp_error | nccl_error | compiler_error | launcher_exit | child_failed | error_file
+    headline: LogLine  # the line that names the error (exception line, `error:` line, exit summary)
+    lines: tuple[LogLine, ...]
+    exception: str | None = None  # e.g. "torch.OutOfMemoryError", "RuntimeError"
+    message: str = ""
+    frames: tuple[Frame, ...] = ()  # innermost last, as Python prints them
+    chained: tuple["Block", ...] = ()  # earlier tracebacks of a chain ("During handling ...")
+    exit_code: int | None = None
+    signal: str | None = None  # e.g. "SIGKILL"
+    cascade: bool = False  # a consequence of a failure elsewhere (watchdog timeout, SIGABRT, ...)
+
+    @property
+    def rank(self) -> int | None:
+        return self.headline.rank
+
+    @property
+    def host(self) -> str | None:
+        return self.headline.host
+
+
+@dataclass(frozen=True)
+class FirstFailure:
+    """The earliest real error, apart from the cascade it causes on other ranks."""
+
+    line: LogLine
+    text: str
+    reason: str  # why this one was chosen, for people
+    block: Block | None = None
+    cascade: tuple[LogLine, ...] = ()  # later error lines judged to be consequences
+
+    @property
+    def rank(self) -> int | None:
+        return self.line.rank
+
+    @property
+    def host(self) -> str | None:
+        return self.line.host
+
+
+@dataclass(frozen=True)
+class ParsedLog:
+    sources: tuple[str, ...]
+    lines: tuple[LogLine, ...]  # every line for small inputs; salient lines (and their context) for large ones
+    blocks: tuple[Block, ...] = ()
+    first_failure: FirstFailure | None = None
+    ranks: tuple[int, ...] = ()
+    hosts: tuple[str, ...] = ()
+    total_lines: int = 0
+    total_bytes: int = 0
+    complete: bool = True  # False when only salient lines were kept
+    notes: tuple[str, ...] = field(default_factory=tuple)  # e.g. "replaced 3 undecodable bytes in x.log"
+
+    @property
+    def text(self) -> str:
+        return "\n".join(line.text for line in self.lines)

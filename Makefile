@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 venv: $(VENV)/.installed
 
 demo: venv
-	$(VENV)/bin/distdx diagnose examples/logs/deepspeed-zero3-oom-512ranks.log
+	$(VENV)/bin/distdx diagnose examples/logs/deepspeed-zero3-oom.log
 	$(VENV)/bin/distdx diagnose examples/logs/torchrun-nccl-timeout
 
 test: venv

@@ -25,8 +25,8 @@ _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?P<pre>\b(?:token|api[_-]?key)=)[^\s&\"']+", re.I), r"\g<pre>" + SECRET),
     # NAME=value / NAME: value where the name says it is a secret (WANDB_API_KEY, HF_TOKEN, password)
     (re.compile(
-        r"(?P<pre>\b[A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY)[A-Za-z0-9_]*"
-        r"\s*[=:]\s*[\"']?)(?P<val>[^\s\"',;]{4,})", re.I), r"\g<pre>" + SECRET),
+        r"(?P<pre>\b[A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY)(?:_[A-Za-z0-9_]*)?"
+        r"\s*[=:]\s*[\"']?)(?!\d+\b)(?P<val>[^\s\"',;]{4,})", re.I), r"\g<pre>" + SECRET),
 )
 
 _IPV4 = re.compile(r"(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\d.])")

@@ -1,0 +1,325 @@
+"""The diagnosis engine: rule evidence, where it sits, the study's priors and a text model,
+combined into ranked hypotheses per dimension.
+
+How a score comes about, per dimension (stage, symptom, root cause, fix pattern):
+
+1. Every signature rule that fires contributes its weighted taxonomy targets, scaled by the
+   rule's own weight and by *where* it fired: on the first failure (1.0), on the same rank
+   (0.8), on another rank (0.6), or on a line that is a consequence of the first failure or a
+   rule marked ``cascade`` (0.3). Each rule counts once, at its strongest hit.
+2. The text model votes with the labels of the nearest known issues, weighted by similarity.
+3. The study's shares are the prior.
+
+The three distributions are mixed with weights that grow with the amount of evidence, so that
+with no rule and no close known issue the answer is the prior, flagged ``unexplained`` with a low
+confidence, instead of a loud guess. Symptoms and root causes are then kept consistent with the
+stage (a root cause of S4 cannot outrank the whole of S1's when S1 is the stage), and the fix
+pattern also draws on the root cause -> fix mapping observed in the known issues.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import BinaryIO, Sequence
+
+from distdx.diagnose.models import Diagnosis, Evidence, Fix, Hypothesis, SimilarIssue
+from distdx.diagnose.textmodel import NEIGHBOURS, Neighbour, TextModel, default_model, tokens, vote
+from distdx.knowledge.rules import Rule, load_rules
+from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN, taxonomy
+from distdx.logs.models import LogLine, ParsedLog
+
+# Where a hit sits -> how much it counts.
+POSITION_FIRST_FAILURE = 1.0
+POSITION_SAME_RANK = 0.8
+POSITION_NO_RANK = 0.8
+POSITION_OTHER_RANK = 0.6
+POSITION_CASCADE = 0.3
+
+RULE_SATURATION = 0.7  # total rule strength at which rule evidence weighs ~76%
+TEXT_WEIGHT = 0.9  # weight of the text model at full similarity
+TEXT_FULL_SIMILARITY = 0.35  # cosine similarity treated as a close match
+PRIOR_WEIGHT = 0.08
+STAGE_COUPLING = 0.6  # how strongly the stage distribution reshapes symptoms and root causes
+EXACT_JACCARD = 0.85  # token overlap at which a known issue is the input itself
+MAX_EVIDENCE_PER_RULE = 3
+MAX_FIXES = 8
+MAX_SIMILAR = 3
+
+_SHAPE_DIGITS = re.compile(r"\d{3,}|(?<=rank)\s*\d+|(?<=Rank )\d+", re.I)
+
+
+@dataclass(frozen=True)
+class _Hit:
+    rule: Rule
+    line: LogLine
+    strength: float
+    first_failure: bool
+    cascade: bool
+
+
+def _line_shape(text: str) -> str:
+    return _SHAPE_DIGITS.sub("#", text)
+
+
+def _position(rule: Rule, line: LogLine, parsed: ParsedLog, ff_keys: set, cascade_keys: set) -> tuple[float, bool, bool]:
+    key = (line.source, line.lineno)
+    if key in ff_keys:
+        return POSITION_FIRST_FAILURE, True, False
+    if rule.cascade or key in cascade_keys:
+        return POSITION_CASCADE, False, True
+    ff = parsed.first_failure
+    if ff is None or ff.rank is None or line.rank is None:
+        return POSITION_NO_RANK, False, False
+    return (POSITION_SAME_RANK if line.rank == ff.rank else POSITION_OTHER_RANK), False, False
+
+
+def match_rules(parsed: ParsedLog, rules: Sequence[Rule]) -> list[_Hit]:
+    """Fire every applicable rule on the kept lines; one representative line per line shape."""
+    whole = parsed.text
+    active = [r for r in rules if r.status != "deprecated" and r.applies_to(whole)]
+    ff = parsed.first_failure
+    ff_keys: set = set()
+    cascade_keys: set = set()
+    if ff is not None:
+        ff_keys.add((ff.line.source, ff.line.lineno))
+        if ff.block is not None:
+            ff_keys.update((l.source, l.lineno) for l in ff.block.lines)
+            ff_keys.add((ff.block.headline.source, ff.block.headline.lineno))
+        cascade_keys = {(l.source, l.lineno) for l in ff.cascade}
+    for block in parsed.blocks:
+        if block.cascade:
+            cascade_keys.update((l.source, l.lineno) for l in block.lines)
+
+    seen_shapes: dict[str, list[LogLine]] = {}
+    for line in parsed.lines:
+        shape = _line_shape(line.text)
+        group = seen_shapes.setdefault(shape, [])
+        if len(group) < MAX_EVIDENCE_PER_RULE or (line.source, line.lineno) in ff_keys:
+            group.append(line)
+
+    hits: list[_Hit] = []
+    for group in seen_shapes.values():
+        representative = group[0].text
+        fired = [r for r in active if r.first_match(representative)]
+        for rule in fired:
+            for line in group:
+                strength, on_ff, on_cascade = _position(rule, line, parsed, ff_keys, cascade_keys)
+                hits.append(_Hit(rule, line, rule.weight * strength, on_ff, on_cascade))
+    return hits
+
+
+def _normalise(scores: dict[str, float]) -> dict[str, float]:
+    total = sum(scores.values())
+    return {k: v / total for k, v in scores.items()} if total > 0 else {}
+
+
+def _mix(parts: list[tuple[float, dict[str, float]]]) -> dict[str, float]:
+    out: dict[str, float] = defaultdict(float)
+    for weight, dist in parts:
+        for k, v in dist.items():
+            out[k] += weight * v
+    return _normalise(out)
+
+
+def _priors(dimension: str) -> dict[str, float]:
+    tax = taxonomy()
+    return _normalise({i: tax.prior(i) for i in tax.ids(dimension)})
+
+
+def _couple_to_stage(dist: dict[str, float], stage_dist: dict[str, float]) -> dict[str, float]:
+    """Reweight symptoms/root causes by the probability of their stage."""
+    tax = taxonomy()
+    out = {}
+    for node_id, p in dist.items():
+        stage = tax.stage_of(node_id)
+        out[node_id] = p * ((1 - STAGE_COUPLING) + STAGE_COUPLING * stage_dist.get(stage or "", 0.0) * len(stage_dist or [1]))
+    return _normalise(out)
+
+
+def _fix_given_cause(model: TextModel, excluded: frozenset[str]) -> dict[str, dict[str, float]]:
+    """P(fix pattern | root cause) from the known issues (minus the excluded ones), smoothed."""
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for issue in model.issues:
+        if issue.id in excluded:
+            continue
+        rc, fp = issue.labels.get("root_cause"), issue.labels.get("fix_pattern")
+        if rc and fp and UNKNOWN not in (rc, fp):
+            counts[rc][fp] += 1
+    prior = _priors("fix_pattern")
+    table = {}
+    for rc, c in counts.items():
+        n = sum(c.values())
+        table[rc] = {fp: (c.get(fp, 0) + 2 * prior[fp]) / (n + 2) for fp in prior}
+    return table
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def _unigrams(text: str) -> set[str]:
+    return {t for t in tokens(text) if "~" not in t}
+
+
+def diagnose(
+    parsed: ParsedLog,
+    *,
+    rules: Sequence[Rule] | None = None,
+    model: TextModel | None = None,
+    exclude_ids: frozenset[str] = frozenset(),
+) -> Diagnosis:
+    """Rank hypotheses for a parsed log. ``exclude_ids`` leaves known issues out (leave-one-out)."""
+    rules = load_rules() if rules is None else rules
+    model = default_model() if model is None else model
+    tax = taxonomy()
+    text = parsed.text
+
+    hits = match_rules(parsed, rules)
+    strongest: dict[str, _Hit] = {}
+    for hit in hits:
+        best = strongest.get(hit.rule.code)
+        if best is None or hit.strength > best.strength:
+            strongest[hit.rule.code] = hit
+    ranked_rules = sorted(strongest.values(), key=lambda h: (-h.strength, h.rule.code))
+    total_strength = sum(h.strength for h in ranked_rules)
+
+    rule_votes: dict[str, dict[str, float]] = {d: defaultdict(float) for d in DIMENSIONS}
+    for hit in ranked_rules:
+        targets = {
+            "stage": hit.rule.stages,
+            "symptom": hit.rule.symptoms,
+            "root_cause": hit.rule.root_causes,
+            "fix_pattern": hit.rule.fix_patterns,
+        }
+        for dim, weights in targets.items():
+            for node_id, w in weights.items():
+                rule_votes[dim][node_id] += hit.strength * w
+
+    # Text model: a known issue that *is* the input is reported, never used as its own evidence.
+    query_words = _unigrams(text)
+    candidates = model.neighbours(text, exclude_ids=exclude_ids, k=NEIGHBOURS + 3)
+    exact = [nb for nb in candidates if _jaccard(query_words, _unigrams(nb.issue.text)) >= EXACT_JACCARD]
+    exact_ids = frozenset(nb.issue.id for nb in exact)
+    neighbours: list[Neighbour] = [nb for nb in candidates if nb.issue.id not in exact_ids][:NEIGHBOURS]
+    top_similarity = neighbours[0].similarity if neighbours else 0.0
+
+    w_rule = 1 - math.exp(-total_strength / RULE_SATURATION)
+    w_text = TEXT_WEIGHT * min(1.0, top_similarity / TEXT_FULL_SIMILARITY)
+    dists: dict[str, dict[str, float]] = {}
+    for dim in DIMENSIONS:
+        dists[dim] = _mix([
+            (w_rule, _normalise(rule_votes[dim])),
+            (w_text, vote(neighbours, dim)),
+            (PRIOR_WEIGHT, _priors(dim)),
+        ])
+    dists["symptom"] = _couple_to_stage(dists["symptom"], dists["stage"])
+    dists["root_cause"] = _couple_to_stage(dists["root_cause"], dists["stage"])
+    fix_table = _fix_given_cause(model, exclude_ids | exact_ids)
+    via_cause: dict[str, float] = defaultdict(float)
+    for rc, p in dists["root_cause"].items():
+        for fp, q in fix_table.get(rc, _priors("fix_pattern")).items():
+            via_cause[fp] += p * q
+    dists["fix_pattern"] = _mix([(1.0, dists["fix_pattern"]), (0.5, via_cause)])
+
+    confidence = 1 - (1 - w_rule) * (1 - w_text * 0.8)
+    if total_strength >= 0.5:
+        verdict = "explained"
+    elif total_strength > 0 or top_similarity >= 0.15:
+        verdict = "weak"
+    else:
+        verdict = "unexplained"
+
+    classification = {}
+    for dim in DIMENSIONS:
+        ranked = sorted(dists[dim].items(), key=lambda kv: (-kv[1], kv[0]))
+        classification[dim] = tuple(Hypothesis(i, p * confidence) for i, p in ranked[:5])
+
+    evidence = _evidence(hits, ranked_rules)
+    top_symptom = classification["symptom"][0].id if classification["symptom"] else None
+    fixes, explanation, references = _advice(ranked_rules, top_symptom)
+    similar = tuple(
+        SimilarIssue(nb.issue.id, nb.issue.url, nb.issue.title, nb.similarity, nb.issue.labels,
+                     nb.issue.resolution, exact=nb.issue.id in exact_ids)
+        for nb in (exact + neighbours)[:MAX_SIMILAR]
+    )
+    if not fixes and neighbours and neighbours[0].issue.resolution:
+        best = neighbours[0].issue
+        fixes = (Fix(f"A similar known issue ({best.url}) was resolved this way: {best.resolution}", best.id),)
+
+    return Diagnosis(
+        classification=classification,
+        confidence=confidence,
+        verdict=verdict,
+        headline=_headline(parsed, classification, ranked_rules, verdict),
+        first_failure=parsed.first_failure,
+        evidence=evidence,
+        explanation=explanation,
+        fixes=fixes,
+        references=references,
+        similar=similar,
+        sources=parsed.sources,
+        total_lines=parsed.total_lines,
+        total_bytes=parsed.total_bytes,
+        complete=parsed.complete,
+        ranks=parsed.ranks,
+        notes=parsed.notes,
+    )
+
+
+def _evidence(hits: list[_Hit], ranked_rules: list[_Hit]) -> tuple[Evidence, ...]:
+    by_rule: dict[str, list[_Hit]] = defaultdict(list)
+    for hit in hits:
+        by_rule[hit.rule.code].append(hit)
+    out: list[Evidence] = []
+    for top in ranked_rules:
+        group = sorted(by_rule[top.rule.code], key=lambda h: (-h.strength, h.line.source, h.line.lineno))
+        for hit in group[:MAX_EVIDENCE_PER_RULE]:
+            out.append(Evidence(hit.rule.code, hit.rule.title, hit.line, hit.strength, hit.first_failure, hit.cascade))
+    return tuple(out)
+
+
+def _advice(ranked_rules: list[_Hit], top_symptom: str | None) -> tuple[tuple[Fix, ...], str, tuple[dict, ...]]:
+    """Fix steps and explanation from the strongest rules that agree with the top symptom."""
+    agreeing = [h for h in ranked_rules if top_symptom in h.rule.symptoms] or ranked_rules
+    fixes: list[Fix] = []
+    seen: set[str] = set()
+    references: list[dict] = []
+    for hit in agreeing[:3]:
+        for step in hit.rule.fix:
+            if step not in seen and len(fixes) < MAX_FIXES:
+                seen.add(step)
+                fixes.append(Fix(step, hit.rule.code))
+        for ref in hit.rule.references:
+            if all(r["url"] != ref.url for r in references):
+                references.append({"url": ref.url, "title": ref.title, "rule": hit.rule.code})
+    explanation = agreeing[0].rule.explanation if agreeing else ""
+    return tuple(fixes), explanation, tuple(references)
+
+
+def _headline(parsed: ParsedLog, classification: dict, ranked_rules: list[_Hit], verdict: str) -> str:
+    tax = taxonomy()
+    symptom = classification["symptom"][0].id if classification["symptom"] else None
+    where = ""
+    ff = parsed.first_failure
+    if ff is not None and ff.rank is not None:
+        where = f" on rank {ff.rank}" + (f" ({ff.host})" if ff.host else "")
+    if verdict == "unexplained":
+        return "No known failure signature matched; the ranking below is only the study's base rates."
+    what = ranked_rules[0].rule.title if ranked_rules else tax.nodes[symptom].name if symptom else "failure"
+    kind = tax.nodes[symptom].name if symptom else ""
+    return f"{kind}{where}: {what}" if kind and kind != what else f"{what}{where}"
+
+
+def diagnose_text(text: str, *, source: str = "<text>", **kwargs) -> Diagnosis:
+    from distdx.logs import parse_text
+
+    return diagnose(parse_text(text, source=source), **kwargs)
+
+
+def diagnose_files(inputs: Sequence[str], *, stdin: BinaryIO | None = None, **kwargs) -> Diagnosis:
+    from distdx.logs import read_logs
+
+    return diagnose(read_logs(inputs, stdin=stdin), **kwargs)

@@ -1,0 +1,114 @@
+"""Scoring the engine on labelled cases: top-1, top-3 and Cohen's kappa per dimension, the stage
+confusion table and the majority-class baseline beside it.
+
+Cases in the known-issue index are scored leave-one-out: the case being scored is excluded from
+the text model and from the root-cause -> fix mapping, so no case is its own evidence.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from distdx.diagnose.engine import diagnose
+from distdx.knowledge.known_issues import read_cases
+from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN, taxonomy
+
+
+def cohen_kappa(pairs: list[tuple[str, str]]) -> float:
+    n = len(pairs)
+    if n == 0:
+        return float("nan")
+    observed = sum(a == b for a, b in pairs) / n
+    ca = Counter(a for a, _ in pairs)
+    cb = Counter(b for _, b in pairs)
+    expected = sum(ca[k] * cb.get(k, 0) for k in ca) / (n * n)
+    return 1.0 if expected == 1 else (observed - expected) / (1 - expected)
+
+
+def case_input(case: dict) -> str:
+    """What a user would paste: the context, a blank line, then the log (see CASES.md)."""
+    return (case.get("context") or "").strip() + "\n\n" + (case.get("log") or "")
+
+
+@dataclass(frozen=True)
+class DimensionScore:
+    n: int
+    top1: float
+    top3: float
+    kappa: float
+    majority_label: str
+    majority_top1: float
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    id: str
+    gold: dict[str, str]
+    predicted: dict[str, tuple[str, ...]]  # top three per dimension
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    cases: int
+    seconds: float
+    dimensions: dict[str, DimensionScore]
+    stage_confusion: dict[str, dict[str, int]]  # gold -> predicted -> count
+    results: tuple[CaseResult, ...] = field(default_factory=tuple)
+    leave_one_out: bool = True
+
+    def to_dict(self) -> dict:
+        return {
+            "cases": self.cases,
+            "seconds": round(self.seconds, 2),
+            "leave_one_out": self.leave_one_out,
+            "dimensions": {
+                d: {"n": s.n, "top1": round(s.top1, 3), "top3": round(s.top3, 3), "kappa": round(s.kappa, 3),
+                    "majority_label": s.majority_label, "majority_top1": round(s.majority_top1, 3)}
+                for d, s in self.dimensions.items()
+            },
+            "stage_confusion": self.stage_confusion,
+            "results": [{"id": r.id, "gold": r.gold, "predicted": {k: list(v) for k, v in r.predicted.items()}}
+                        for r in self.results],
+        }
+
+
+def evaluate(cases_path: str | Path, *, leave_one_out: bool = True) -> EvalReport:
+    from distdx.logs import parse_text
+
+    cases = read_cases(cases_path)
+    started = time.perf_counter()
+    results = []
+    for case in cases:
+        excluded = frozenset({str(case.get("id"))}) if leave_one_out else frozenset()
+        parsed = parse_text(case_input(case), source=str(case.get("id", "<case>")))
+        diagnosis = diagnose(parsed, exclude_ids=excluded)
+        gold = {d: str((case.get("labels") or {}).get(d, UNKNOWN)) for d in DIMENSIONS}
+        predicted = {d: tuple(h.id for h in diagnosis.classification[d][:3]) for d in DIMENSIONS}
+        results.append(CaseResult(str(case.get("id")), gold, predicted))
+    seconds = time.perf_counter() - started
+
+    dims = {}
+    for dim in DIMENSIONS:
+        scored = [r for r in results if r.gold[dim] not in (UNKNOWN, "", "None")]
+        if not scored:
+            continue
+        majority, count = Counter(r.gold[dim] for r in scored).most_common(1)[0]
+        pairs = [(r.gold[dim], (r.predicted[dim] or ("none",))[0]) for r in scored]
+        dims[dim] = DimensionScore(
+            n=len(scored),
+            top1=sum(a == b for a, b in pairs) / len(scored),
+            top3=sum(r.gold[dim] in r.predicted[dim] for r in scored) / len(scored),
+            kappa=cohen_kappa(pairs),
+            majority_label=majority,
+            majority_top1=count / len(scored),
+        )
+    stages = taxonomy().ids("stage")
+    confusion = {g: {p: 0 for p in stages} for g in stages}
+    for r in results:
+        g, p = r.gold["stage"], (r.predicted["stage"] or ("",))[0]
+        if g in confusion and p in confusion[g]:
+            confusion[g][p] += 1
+    return EvalReport(len(cases), seconds, dims, confusion, tuple(results), leave_one_out)

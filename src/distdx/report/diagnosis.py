@@ -1,0 +1,108 @@
+"""Renderers of a :class:`~distdx.diagnose.Diagnosis`: text for people, JSON, Markdown for an issue."""
+
+from __future__ import annotations
+
+import json
+
+from distdx.diagnose.models import Diagnosis
+from distdx.knowledge.taxonomy import taxonomy
+from distdx.report.redact import redact
+
+_DIM_LABELS = {"stage": "stage", "symptom": "symptom", "root_cause": "root cause", "fix_pattern": "fix pattern"}
+
+
+def _where(source: str, line: int) -> str:
+    return f"{source}:{line}"
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def render_json(d: Diagnosis) -> str:
+    return json.dumps(d.to_dict(), indent=2, ensure_ascii=False)
+
+
+def render_text(d: Diagnosis, *, verbose: bool = False) -> str:
+    tax = taxonomy()
+    out = [f"distdx: {d.headline}", f"verdict: {d.verdict} (confidence {d.confidence:.2f})", ""]
+    for dim, label in _DIM_LABELS.items():
+        ranked = d.classification.get(dim, ())
+        if not ranked:
+            continue
+        best = ranked[0]
+        alts = ", ".join(f"{h.id} {h.score:.2f}" for h in ranked[1 : 5 if verbose else 3])
+        line = f"  {label:<12} {tax.label(best.id):<58} {best.score:.2f}"
+        out.append(line + (f"   (then {alts})" if alts else ""))
+    ff = d.first_failure
+    if ff is not None:
+        who = f"rank {ff.rank}" if ff.rank is not None else "no rank prefix"
+        if ff.host:
+            who += f" ({ff.host})"
+        out += ["", f"first failure: {who} at {_where(ff.line.source, ff.line.lineno)}", f"  {_short(ff.text, 240)}"]
+        if ff.cascade:
+            out.append(f"  ({len(ff.cascade)} later error lines look like its cascade)")
+        if verbose and ff.reason:
+            out.append(f"  chosen because: {ff.reason}")
+    if d.evidence:
+        out += ["", "evidence:"]
+        shown = d.evidence if verbose else d.evidence[:6]
+        for e in shown:
+            tags = [t for t, on in (("first failure", e.first_failure), ("cascade", e.cascade)) if on]
+            rank = f"rank {e.line.rank}" if e.line.rank is not None else "-"
+            out.append(f"  {e.rule:<14} {rank:<9} {_where(e.line.source, e.line.lineno):<28} {_short(e.line.text, 90)}"
+                       + (f"  [{', '.join(tags)}]" if tags else ""))
+        if len(d.evidence) > len(shown):
+            out.append(f"  … {len(d.evidence) - len(shown)} more (use -v)")
+    if d.explanation:
+        out += ["", f"why: {d.explanation}"]
+    if d.fixes:
+        out += ["", "fix:"]
+        out += [f"  {i}. {f.step}" for i, f in enumerate(d.fixes if verbose else d.fixes[:5], 1)]
+    if d.similar:
+        out += ["", "similar known issues:"]
+        for s in d.similar:
+            tag = " [this very issue]" if s.exact else ""
+            out.append(f"  - {s.title} ({s.similarity:.2f}){tag}\n    {s.url}")
+            if verbose and s.resolution:
+                out.append(f"    resolved: {_short(s.resolution, 200)}")
+    if verbose and d.references:
+        out += ["", "references:"] + [f"  - {r['url']}" + (f" ({r['title']})" if r.get("title") else "") for r in d.references]
+    if d.notes or not d.complete:
+        out += [""]
+        if not d.complete:
+            out.append(f"note: large input ({d.total_bytes / 1e6:.0f} MB, {d.total_lines} lines): only salient lines were kept")
+        out += [f"note: {n}" for n in d.notes]
+    return "\n".join(out)
+
+
+def render_markdown(d: Diagnosis, *, redact_hosts: bool = False) -> str:
+    tax = taxonomy()
+    out = ["## distdx diagnosis", "", f"**{d.headline}**", "",
+           f"Verdict: {d.verdict}, confidence {d.confidence:.2f}.", "",
+           "| dimension | best | score | next |", "|---|---|---|---|"]
+    for dim, label in _DIM_LABELS.items():
+        ranked = d.classification.get(dim, ())
+        if ranked:
+            alts = ", ".join(f"{h.id} ({h.score:.2f})" for h in ranked[1:3])
+            out.append(f"| {label} | {tax.label(ranked[0].id)} | {ranked[0].score:.2f} | {alts} |")
+    ff = d.first_failure
+    if ff is not None:
+        who = f"rank {ff.rank}" if ff.rank is not None else "unknown rank"
+        out += ["", f"### First failure ({who}, `{_where(ff.line.source, ff.line.lineno)}`)", "", "```", ff.text, "```"]
+    if d.evidence:
+        out += ["", "### Evidence", "", "```"]
+        for e in d.evidence[:10]:
+            rank = f"rank {e.line.rank}" if e.line.rank is not None else "-"
+            out.append(f"{e.rule} {rank} {_where(e.line.source, e.line.lineno)}: {_short(e.line.text, 200)}")
+        out.append("```")
+    if d.explanation:
+        out += ["", "### Why", "", d.explanation]
+    if d.fixes:
+        out += ["", "### Fix", ""] + [f"{i}. {f.step}" for i, f in enumerate(d.fixes, 1)]
+    if d.similar:
+        out += ["", "### Similar known issues", ""] + [f"- [{s.title}]({s.url}) (similarity {s.similarity:.2f})" for s in d.similar]
+    text = "\n".join(out) + "\n"
+    hosts = [e.line.host for e in d.evidence if e.line.host] + ([ff.host] if ff is not None and ff.host else [])
+    return redact(text, hosts=redact_hosts, host_names=hosts)

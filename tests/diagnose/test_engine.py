@@ -1,0 +1,131 @@
+"""The engine ranks by evidence and position, stays honest without evidence, and keeps its contract."""
+
+import json
+
+from distdx.diagnose.engine import diagnose
+from distdx.diagnose.textmodel import TextModel
+from distdx.knowledge.known_issues import issue_from_case
+from distdx.knowledge.rules import parse_rule_file
+from distdx.knowledge.taxonomy import DIMENSIONS
+from distdx.logs.models import FirstFailure, LogLine, ParsedLog
+
+RULES = parse_rule_file("test.yaml", """
+version: 1
+rules:
+  - code: DX-TEST-001
+    title: CUDA out of memory
+    patterns: ['CUDA out of memory']
+    symptoms: {"4.2": 1.0}
+    root_causes: {R4.5: 1.0}
+    fix_patterns: {F5: 1.0}
+    explanation: The GPU ran out of memory.
+    fix: [Lower the micro batch size.]
+  - code: DX-TEST-002
+    title: NCCL watchdog timeout
+    cascade: true
+    patterns: ['Watchdog caught collective operation timeout']
+    symptoms: {"4.7": 1.0}
+    root_causes: {R4.7: 1.0}
+    fix_patterns: {F3: 1.0}
+    explanation: A collective did not finish in time.
+    fix: [Find the rank that stopped first.]
+""")
+EMPTY_MODEL = TextModel(())
+
+
+def _parsed(lines, first=None, cascade=()):
+    ff = None
+    if first is not None:
+        ff = FirstFailure(line=lines[first], text=lines[first].text, reason="earliest error",
+                          cascade=tuple(lines[i] for i in cascade))
+    return ParsedLog(sources=("job.log",), lines=tuple(lines), first_failure=ff,
+                     ranks=tuple(sorted({l.rank for l in lines if l.rank is not None})), total_lines=len(lines))
+
+
+def _oom_then_cascade(n_cascade=6):
+    lines = [LogLine("job.log", 1, "step 10 loss 2.1", rank=0),
+             LogLine("job.log", 2, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", rank=3)]
+    for r in range(n_cascade):
+        lines.append(LogLine("job.log", 3 + r, f"[Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9)", rank=r))
+    return _parsed(lines, first=1, cascade=range(2, 2 + n_cascade))
+
+
+def test_first_failure_outweighs_its_cascade():
+    d = diagnose(_oom_then_cascade(), rules=RULES, model=EMPTY_MODEL)
+    assert d.top("symptom") == "4.2"
+    assert d.top("root_cause") == "R4.5"
+    assert d.top("fix_pattern") == "F5"
+    assert d.top("stage") == "S4"
+    assert d.first_failure.rank == 3
+    assert d.evidence[0].rule == "DX-TEST-001" and d.evidence[0].first_failure
+    assert any(e.cascade for e in d.evidence if e.rule == "DX-TEST-002")
+
+
+def test_without_a_first_failure_the_cascade_would_win():
+    # the same lines, but nobody told the engine which error came first: the many watchdog lines still count once
+    parsed = _oom_then_cascade()
+    plain = ParsedLog(sources=parsed.sources, lines=parsed.lines, total_lines=parsed.total_lines)
+    d = diagnose(plain, rules=RULES, model=EMPTY_MODEL)
+    scores = {h.id: h.score for h in d.classification["symptom"]}
+    # each rule counts once at its strongest hit: the cascade rule is down-weighted, OOM still first
+    assert scores["4.2"] > scores["4.7"]
+
+
+def test_nothing_fits_is_said_plainly_with_low_scores():
+    parsed = _parsed([LogLine("job.log", 1, "epoch 3 finished, saving"), LogLine("job.log", 2, "all good")])
+    d = diagnose(parsed, rules=RULES, model=EMPTY_MODEL)
+    assert d.verdict == "unexplained"
+    assert d.confidence < 0.2
+    assert all(h.score < 0.2 for dim in DIMENSIONS for h in d.classification[dim])
+    assert "No known failure signature" in d.headline
+
+
+def _issue(i, text, symptom, stage="S4", rc="R4.5", fp="F5"):
+    return issue_from_case({"id": f"x-{i}", "url": f"https://example.org/{i}", "title": f"t{i}", "context": text,
+                            "log": "", "labels": {"stage": stage, "symptom": symptom, "root_cause": rc, "fix_pattern": fp}})
+
+
+def test_text_model_explains_prose_and_leave_one_out_excludes():
+    model = TextModel((
+        _issue(1, "deepspeed checkpoint load fails missing shard zero_pp_rank file on resume", "4.10", rc="R4.1", fp="F3"),
+        _issue(2, "checkpoint resume fails missing optimizer shard after changing world size", "4.10", rc="R4.1", fp="F3"),
+        _issue(3, "pip install deepspeed fails building cpu_adam with nvcc error", "1.1", stage="S1", rc="R1.2", fp="F2"),
+    ))
+    parsed = _parsed([LogLine("<text>", 1, "resume from checkpoint fails: a shard file is missing after I changed the world size")])
+    d = diagnose(parsed, rules=(), model=model)
+    assert d.top("symptom") == "4.10"
+    assert d.similar and d.similar[0].id == "x-2"
+    d2 = diagnose(parsed, rules=(), model=model, exclude_ids=frozenset({"x-1", "x-2"}))
+    assert all(s.id not in ("x-1", "x-2") for s in d2.similar)
+
+
+def test_an_input_that_is_a_known_issue_is_not_its_own_evidence():
+    text = "pip install deepspeed fails building cpu_adam with nvcc error"
+    other = _issue(4, "training loss is nan after a few steps with fp16", "4.1", rc="R4.3", fp="F3")
+    with_itself = diagnose(_parsed([LogLine("<text>", 1, text)]), rules=(), model=TextModel((_issue(3, text, "1.1", stage="S1", rc="R1.2", fp="F2"), other)))
+    without = diagnose(_parsed([LogLine("<text>", 1, text)]), rules=(), model=TextModel((other,)))
+    assert with_itself.similar[0].id == "x-3" and with_itself.similar[0].exact
+    assert with_itself.classification == without.classification
+    assert with_itself.verdict == "unexplained"
+
+
+def test_json_contract():
+    d = diagnose(_oom_then_cascade(), rules=RULES, model=EMPTY_MODEL)
+    out = json.loads(json.dumps(d.to_dict()))
+    cls = out["classification"]
+    for dim in DIMENSIONS:
+        ranked = cls[dim]
+        assert len(ranked) >= 3
+        assert all(set(h) >= {"id", "score"} for h in ranked)
+        assert [h["score"] for h in ranked] == sorted((h["score"] for h in ranked), reverse=True)
+    for where in (cls["first_failure"], out["first_failure"]):
+        assert where["rank"] == 3 and where["line"] == 2 and "CUDA out of memory" in where["text"]
+        assert "host" in where
+    assert out["evidence"][0]["rule"] == "DX-TEST-001" and out["evidence"][0]["source"] == "job.log"
+    assert out["fixes"][0]["step"] == "Lower the micro batch size."
+
+
+def test_deterministic():
+    a = diagnose(_oom_then_cascade(), rules=RULES, model=EMPTY_MODEL).to_dict()
+    b = diagnose(_oom_then_cascade(), rules=RULES, model=EMPTY_MODEL).to_dict()
+    assert a == b

@@ -1,0 +1,44 @@
+"""Every signature rule fires on its fixtures and stays quiet on its near misses; the rule set
+covers the whole taxonomy."""
+
+import collections
+
+import pytest
+
+from distdx.knowledge.rules import load_rules
+from distdx.knowledge.taxonomy import taxonomy
+
+RULES = load_rules()
+
+
+def test_rules_load_with_unique_codes():
+    codes = [r.code for r in RULES]
+    assert len(codes) == len(set(codes))
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_rule_has_fixtures_both_ways(rule):
+    assert rule.fixtures_match, f"{rule.code} has no fixture that must match"
+    assert rule.fixtures_no_match, f"{rule.code} has no near miss that must not match"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_rule_fires_on_its_fixtures(rule):
+    for fixture in rule.fixtures_match:
+        assert rule.matches_text(fixture), f"{rule.code} does not fire on:\n{fixture}"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_rule_quiet_on_near_misses(rule):
+    for fixture in rule.fixtures_no_match:
+        assert not rule.matches_text(fixture), f"{rule.code} fires on its near miss:\n{fixture}"
+
+
+@pytest.mark.parametrize("dimension", ["symptom", "root_cause"])
+def test_every_node_reachable_by_two_rules(dimension):
+    reach = collections.Counter()
+    for rule in RULES:
+        targets = rule.symptoms if dimension == "symptom" else rule.root_causes
+        reach.update(targets.keys())
+    missing = {i: reach[i] for i in taxonomy().ids(dimension) if reach[i] < 2}
+    assert not missing, f"{dimension}s reached by fewer than two rules: {missing}"

@@ -19,6 +19,7 @@ pattern also draws on the root cause -> fix mapping observed in the known issues
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections import Counter, defaultdict
@@ -32,11 +33,15 @@ from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN, taxonomy
 from distdx.logs.models import LogLine, ParsedLog
 
 # Where a hit sits -> how much it counts.
-POSITION_FIRST_FAILURE = 1.0
-POSITION_SAME_RANK = 0.8
-POSITION_NO_RANK = 0.8
-POSITION_OTHER_RANK = 0.6
-POSITION_CASCADE = 0.3
+POSITION_FIRST_FAILURE = 1.0  # the line that names the first failure
+POSITION_FIRST_BLOCK = 0.6  # other lines of its block (frames, context)
+POSITION_SAME_RANK = 0.7
+POSITION_NO_RANK = 0.7
+POSITION_OTHER_RANK = 0.5
+POSITION_CASCADE = 0.25
+# Rules are taken strongest first and each further one counts this much less than the one before,
+# so that many weak or cascade signatures cannot outvote one strong signature on the first failure.
+EVIDENCE_DECAY = 0.7
 
 RULE_SATURATION = 0.7  # total rule strength at which rule evidence weighs ~76%
 TEXT_WEIGHT = 0.9  # weight of the text model at full similarity
@@ -66,11 +71,13 @@ def _line_shape(text: str) -> str:
 
 def _position(rule: Rule, line: LogLine, parsed: ParsedLog, ff_keys: set, cascade_keys: set) -> tuple[float, bool, bool]:
     key = (line.source, line.lineno)
-    if key in ff_keys:
+    ff = parsed.first_failure
+    if ff is not None and key == (ff.line.source, ff.line.lineno):
         return POSITION_FIRST_FAILURE, True, False
+    if key in ff_keys:
+        return POSITION_FIRST_BLOCK, True, False
     if rule.cascade or key in cascade_keys:
         return POSITION_CASCADE, False, True
-    ff = parsed.first_failure
     if ff is None or ff.rank is None or line.rank is None:
         return POSITION_NO_RANK, False, False
     return (POSITION_SAME_RANK if line.rank == ff.rank else POSITION_OTHER_RANK), False, False
@@ -93,8 +100,16 @@ def match_rules(parsed: ParsedLog, rules: Sequence[Rule]) -> list[_Hit]:
         if block.cascade:
             cascade_keys.update((l.source, l.lineno) for l in block.lines)
 
+    # the first failure's own records carry the rank/host the logs layer attributed to it
+    attributed = {}
+    if ff is not None:
+        for l in (ff.line, *(ff.block.lines if ff.block is not None else ())):
+            attributed[(l.source, l.lineno)] = l
     seen_shapes: dict[str, list[LogLine]] = {}
     for line in parsed.lines:
+        line = attributed.get((line.source, line.lineno), line)
+        if line.rank is None and ff is not None and (line.source, line.lineno) in attributed:
+            line = dataclasses.replace(line, rank=ff.rank, host=ff.host)
         shape = _line_shape(line.text)
         group = seen_shapes.setdefault(shape, [])
         if len(group) < MAX_EVIDENCE_PER_RULE or (line.source, line.lineno) in ff_keys:
@@ -184,10 +199,11 @@ def diagnose(
         if best is None or hit.strength > best.strength:
             strongest[hit.rule.code] = hit
     ranked_rules = sorted(strongest.values(), key=lambda h: (-h.strength, h.rule.code))
-    total_strength = sum(h.strength for h in ranked_rules)
+    contributions = [h.strength * EVIDENCE_DECAY**i for i, h in enumerate(ranked_rules)]
+    total_strength = sum(contributions)
 
     rule_votes: dict[str, dict[str, float]] = {d: defaultdict(float) for d in DIMENSIONS}
-    for hit in ranked_rules:
+    for hit, contribution in zip(ranked_rules, contributions):
         targets = {
             "stage": hit.rule.stages,
             "symptom": hit.rule.symptoms,
@@ -196,7 +212,7 @@ def diagnose(
         }
         for dim, weights in targets.items():
             for node_id, w in weights.items():
-                rule_votes[dim][node_id] += hit.strength * w
+                rule_votes[dim][node_id] += contribution * w
 
     # Text model: a known issue that *is* the input is reported, never used as its own evidence.
     query_words = _unigrams(text)
@@ -306,11 +322,17 @@ def _headline(parsed: ParsedLog, classification: dict, ranked_rules: list[_Hit],
     ff = parsed.first_failure
     if ff is not None and ff.rank is not None:
         where = f" on rank {ff.rank}" + (f" ({ff.host})" if ff.host else "")
-    if verdict == "unexplained":
+    if verdict == "unexplained" and ff is None:
         return "No known failure signature matched; the ranking below is only the study's base rates."
-    what = ranked_rules[0].rule.title if ranked_rules else tax.nodes[symptom].name if symptom else "failure"
-    kind = tax.nodes[symptom].name if symptom else ""
-    return f"{kind}{where}: {what}" if kind and kind != what else f"{what}{where}"
+    kind = tax.nodes[symptom].name if symptom else "Failure"
+    on_first = [h for h in ranked_rules if h.first_failure]
+    if on_first:
+        what = on_first[0].rule.title
+    elif ff is not None:
+        what = " ".join(ff.text.split())[:120]
+    else:
+        what = ranked_rules[0].rule.title if ranked_rules else ""
+    return f"{kind}{where}: {what}" if what and kind != what else f"{kind}{where}"
 
 
 def diagnose_text(text: str, *, source: str = "<text>", **kwargs) -> Diagnosis:

@@ -47,6 +47,7 @@ RULE_SATURATION = 0.7  # total rule strength at which rule evidence weighs ~76%
 TEXT_WEIGHT = 0.9  # weight of the text model at full similarity
 TEXT_FULL_SIMILARITY = 0.35  # cosine similarity treated as a close match
 PRIOR_WEIGHT = 0.08
+NB_SHARE = 0.5  # share of naive Bayes (vs nearest neighbours) within the text model
 STAGE_COUPLING = 0.6  # how strongly the stage distribution reshapes symptoms and root causes
 EXACT_JACCARD = 0.85  # token overlap at which a known issue is the input itself
 MAX_EVIDENCE_PER_RULE = 3
@@ -228,7 +229,8 @@ def diagnose(
     for dim in DIMENSIONS:
         dists[dim] = _mix([
             (w_rule, _normalise(rule_votes[dim])),
-            (w_text, vote(neighbours, dim)),
+            (w_text, _mix([(1 - NB_SHARE, vote(neighbours, dim)),
+                           (NB_SHARE, model.posterior(text, dim, exclude_ids=exclude_ids | exact_ids))])),
             (PRIOR_WEIGHT, _priors(dim)),
         ])
     dists["symptom"] = _couple_to_stage(dists["symptom"], dists["stage"])

@@ -31,6 +31,7 @@ _STOP = frozenset(
 )
 MAX_DOC_CHARS = 20000
 NEIGHBOURS = 10
+NB_TEMPERATURE = 1.0
 
 
 def tokens(text: str) -> list[str]:
@@ -55,6 +56,18 @@ class TextModel:
         n = max(len(issues), 1)
         self.idf = {t: math.log((1 + n) / (1 + d)) + 1.0 for t, d in df.items()}
         self.vectors = [self._weigh(c) for c in counts]
+        # naive Bayes over the presence of unigrams, per dimension and label
+        self._words = [frozenset(t for t in c if "~" not in t) for c in counts]
+        self._vocab = frozenset().union(*self._words) if self._words else frozenset()
+        self._label_words: dict[str, dict[str, Counter[str]]] = {d: {} for d in DIMENSIONS}
+        self._label_docs: dict[str, Counter[str]] = {d: Counter() for d in DIMENSIONS}
+        for issue, words in zip(issues, self._words):
+            for dim in DIMENSIONS:
+                label = issue.labels.get(dim, UNKNOWN)
+                if label == UNKNOWN:
+                    continue
+                self._label_words[dim].setdefault(label, Counter()).update(words)
+                self._label_docs[dim][label] += 1
 
     def _weigh(self, counts: Counter[str]) -> dict[str, float]:
         vec = {t: (1 + math.log(c)) * self.idf[t] for t, c in counts.items() if t in self.idf}
@@ -80,6 +93,39 @@ class TextModel:
                 scored.append(Neighbour(issue, sim))
         scored.sort(key=lambda nb: (-nb.similarity, nb.issue.id))
         return scored[:k]
+
+
+    def posterior(self, text: str, dimension: str, *, exclude_ids: frozenset[str] = frozenset(),
+                  alpha: float = 0.5, temperature: float = NB_TEMPERATURE) -> dict[str, float]:
+        """Naive-Bayes label distribution; excluded issues are subtracted (leave-one-out)."""
+        words = {t for t in tokens(text) if "~" not in t} & self._vocab
+        if not words:
+            return {}
+        label_words = {k: Counter(v) for k, v in self._label_words[dimension].items()}
+        label_docs = Counter(self._label_docs[dimension])
+        for issue, doc_words in zip(self.issues, self._words):
+            label = issue.labels.get(dimension, UNKNOWN)
+            if issue.id in exclude_ids and label != UNKNOWN:
+                label_words[label].subtract(doc_words)
+                label_docs[label] -= 1
+        n_docs = sum(label_docs.values())
+        vocab = len(self._vocab)
+        logp = {}
+        for label, counter in label_words.items():
+            if label_docs[label] <= 0:
+                continue
+            total = sum(counter.values())
+            score = math.log(label_docs[label] / n_docs)
+            for w in words:
+                score += math.log((counter[w] + alpha) / (total + alpha * vocab))
+            logp[label] = score
+        if not logp:
+            return {}
+        top = max(logp.values())
+        scale = temperature * math.sqrt(len(words))
+        raw = {k: math.exp((v - top) / scale) for k, v in logp.items()}
+        total = sum(raw.values())
+        return {k: v / total for k, v in raw.items()}
 
 
 def vote(neighbours: list[Neighbour], dimension: str) -> dict[str, float]:

@@ -1,0 +1,202 @@
+"""Enough of bash to read launch scripts: variables, arrays, defaults, arithmetic and line continuations.
+
+A launch script is read line by line the way bash would expand it for the commands lint cares about:
+``NAME=value`` and ``export NAME=value`` set variables, ``NAME=( ... )`` sets an array (comments allowed
+inside), ``$NAME``, ``${NAME}``, ``${NAME:-default}``, ``${NAME[@]}`` and ``$(( arithmetic ))`` expand.
+Anything lint cannot know (``$1``, ``$(hostname)``, an unset variable) stays as written, and checks that need
+that value skip it. Nothing is executed.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+import shlex
+from dataclasses import dataclass, field
+
+_ASSIGN = re.compile(r"^(?:export\s+|declare\s+(?:-\w+\s+)*|local\s+|readonly\s+)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$", re.S)
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(\[@\]|\[\*\])?(?:(:?[-=])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+_ARITH = re.compile(r"\$\(\(([^()]*(?:\([^()]*\)[^()]*)*)\)\)")
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+        ast.Div: operator.floordiv, ast.Mod: operator.mod}
+
+
+@dataclass(frozen=True)
+class Command:
+    """One simple command: its words after expansion, the environment set before it, where it starts."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    line: int
+
+
+@dataclass
+class Script:
+    commands: list[Command] = field(default_factory=list)
+    variables: dict[str, str] = field(default_factory=dict)
+
+
+def _arith(expr: str, variables: dict[str, str]) -> str | None:
+    text = re.sub(r"\$?\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: variables.get(m.group(1), m.group(0)), expr)
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        return None
+
+    def ev(node: ast.AST) -> int:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -ev(node.operand)
+        raise ValueError("not arithmetic")
+
+    try:
+        return str(ev(tree))
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def expand(text: str, variables: dict[str, str], arrays: dict[str, list[str]]) -> str:
+    """Expand variables and arithmetic in ``text``; what cannot be known stays as written."""
+    def var(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(5)
+        if m.group(2):
+            return " ".join(shlex.quote(w) for w in arrays.get(name, [])) if name in arrays else m.group(0)
+        if name in arrays and name not in variables:
+            return shlex.quote(arrays[name][0]) if arrays[name] else ""
+        if name in variables and variables[name] != "":
+            return variables[name]
+        if m.group(3):  # ${NAME:-default}
+            return expand(m.group(4) or "", variables, arrays)
+        return variables.get(name, m.group(0))
+
+    for _ in range(3):  # nested ${A:-${B}}
+        new = _VAR.sub(var, text)
+        new = _ARITH.sub(lambda m: _arith(m.group(1), variables) or m.group(0), new)
+        if new == text:
+            break
+        text = new
+    return text
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    buf, start = "", 0
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not buf:
+            start = n
+        if line.rstrip().endswith("\\") and not line.lstrip().startswith("#"):
+            buf += line.rstrip()[:-1] + " "
+            continue
+        buf += line
+        out.append((start, buf))
+        buf = ""
+    if buf:
+        out.append((start, buf))
+    return out
+
+
+def _split(text: str) -> list[str] | None:
+    lex = shlex.shlex(text, posix=True, punctuation_chars=";&|")
+    lex.whitespace_split = True
+    lex.commenters = "#"
+    try:
+        return list(lex)
+    except ValueError:
+        return None
+
+
+class ShellSyntaxError(Exception):
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.message = message
+
+
+def parse_script(text: str) -> Script:
+    script = Script()
+    arrays: dict[str, list[str]] = {}
+    lines = _logical_lines(text)
+    i = 0
+    while i < len(lines):
+        lineno, line = lines[i]
+        i += 1
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        m = _ASSIGN.match(stripped)
+        if m and m.group(3).startswith("("):  # NAME=( ... ) or NAME+=( ... ), possibly over several lines
+            body = m.group(3)[1:]
+            while ")" not in _strip_comment(body) and i < len(lines):
+                body += "\n" + lines[i][1]
+                i += 1
+            body = _strip_comment_lines(body)
+            inner = body[: body.rfind(")")] if ")" in body else body
+            words = _split(expand(inner, script.variables, arrays)) or []
+            arrays[m.group(1)] = (arrays.get(m.group(1), []) if m.group(2) else []) + words
+            continue
+        words = _split(expand(stripped, script.variables, arrays))
+        if words is None:
+            if stripped.count('"') % 2 or stripped.count("'") % 2:
+                raise ShellSyntaxError(lineno, "unterminated quote")
+            continue
+        for segment in _segments(words):
+            env: dict[str, str] = {}
+            k = 0
+            while k < len(segment) and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", segment[k]):
+                name, _, value = segment[k].partition("=")
+                env[name] = value
+                k += 1
+            if k < len(segment) and segment[k] in ("export", "declare", "local", "readonly"):
+                for word in segment[k + 1:]:
+                    if "=" in word and not word.startswith("-"):
+                        name, _, value = word.partition("=")
+                        script.variables[name] = value
+                continue
+            if k == len(segment):
+                script.variables.update(env)
+                continue
+            script.commands.append(Command(tuple(segment[k:]), env, lineno))
+    return script
+
+
+def _strip_comment(text: str) -> str:
+    return "\n".join(_strip_comment_lines(line) for line in text.split("\n"))
+
+
+def _strip_comment_lines(text: str) -> str:
+    out = []
+    for line in text.split("\n"):
+        words = []
+        in_quote = ""
+        for idx, ch in enumerate(line):
+            if in_quote:
+                if ch == in_quote:
+                    in_quote = ""
+            elif ch in "\"'":
+                in_quote = ch
+            elif ch == "#" and (idx == 0 or line[idx - 1].isspace()):
+                break
+            words.append(ch)
+        out.append("".join(words))
+    return "\n".join(out)
+
+
+def _segments(words: list[str]) -> list[list[str]]:
+    """Split on ; && || | so each simple command stands alone."""
+    out, cur = [], []
+    for w in words:
+        if w in (";", "&&", "||", "|", "&"):
+            if cur:
+                out.append(cur)
+            cur = []
+        else:
+            cur.append(w)
+    if cur:
+        out.append(cur)
+    return out

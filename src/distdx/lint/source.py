@@ -1,0 +1,236 @@
+"""Reading input files and parsing JSON/YAML with the line and column of every key.
+
+JSON is parsed strictly first. When that fails, comments and trailing commas (which DeepSpeed's hjson reader
+accepts) are blanked out, keeping every other character where it was, and the text is parsed again, so a
+config with comments is still checked and its positions stay right.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from distdx.errors import DistdxError
+from distdx.lint.models import Hit
+
+MAX_BYTES = 8 * 1024 * 1024
+
+
+@dataclass
+class Parsed:
+    """A parsed config: the data, where each dotted key sits, and syntax hits found on the way."""
+
+    data: object
+    positions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    hits: list[Hit] = field(default_factory=list)
+
+    def where(self, path: str) -> tuple[int | None, int | None]:
+        while path:
+            if path in self.positions:
+                return self.positions[path]
+            path = path.rpartition(".")[0]
+        return None, None
+
+
+def read_text(path: str) -> str:
+    """The file's text; a clear error for a missing, huge, binary or non-UTF-8 file."""
+    p = Path(path)
+    if not p.exists():
+        raise DistdxError("DX-LINT-001", f"{path}: no such file", hint="check the path; lint takes config files "
+                          "and launch scripts, or a command with --command")
+    if p.is_dir():
+        raise DistdxError("DX-LINT-001", f"{path} is a directory", hint="pass the files inside it, e.g. dir/*.json")
+    size = p.stat().st_size
+    if size > MAX_BYTES:
+        raise DistdxError("DX-LINT-002", f"{path} is {size} bytes, too large for a config or launch script",
+                          why=f"lint reads files up to {MAX_BYTES // (1024 * 1024)} MiB",
+                          hint="pass the config file itself, not a checkpoint or a log")
+    raw = p.read_bytes()
+    if b"\x00" in raw[:8192]:
+        raise DistdxError("DX-LINT-003", f"{path} is a binary file", why="configs and launch scripts are text",
+                          hint="pass the JSON/YAML config or the shell/Python launch script")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise DistdxError("DX-LINT-004", f"{path} is not UTF-8 (byte {e.start})",
+                          why="DeepSpeed, Megatron and Python read configs as UTF-8",
+                          hint="re-save the file as UTF-8, e.g. `iconv -f latin1 -t utf-8`") from None
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _blank_lenient(text: str) -> tuple[str, list[tuple[int, str]]]:
+    """Blank out comments and trailing commas outside strings; return the text and what was blanked where."""
+    out = list(text)
+    found: list[tuple[int, str]] = []
+    i, n = 0, len(text)
+    in_str = False
+    last_comma = -1
+    while i < n:
+        c = text[i]
+        if in_str:
+            if c == "\\":
+                i += 2
+                continue
+            if c == '"':
+                in_str = False
+            i += 1
+            continue
+        if c == '"':
+            in_str = True
+            last_comma = -1
+        elif c == "/" and text.startswith("//", i) or c == "#":
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            found.append((i, "comment"))
+            for j in range(i, end):
+                out[j] = " "
+            i = end
+            continue
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            found.append((i, "comment"))
+            for j in range(i, end):
+                if out[j] != "\n":
+                    out[j] = " "
+            i = end
+            continue
+        elif c == ",":
+            last_comma = i
+        elif c in "}]":
+            if last_comma >= 0:
+                found.append((last_comma, "trailing comma"))
+                out[last_comma] = " "
+            last_comma = -1
+        elif not c.isspace():
+            last_comma = -1
+        i += 1
+    return "".join(out), found
+
+
+def _json_positions(text: str) -> dict[str, tuple[int, int]]:
+    """Map each dotted key path (list items as indices) to the line and column of its key."""
+    positions: dict[str, tuple[int, int]] = {}
+    stack: list[list] = []  # [kind, path, pending key or index]
+    i, n = 0, len(text)
+    expecting_key = False
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            if stack and stack[-1][0] == "obj" and expecting_key:
+                try:
+                    key = json.loads(text[i:j + 1])
+                except ValueError:
+                    key = text[i + 1:j]
+                frame = stack[-1]
+                frame[2] = key
+                path = f"{frame[1]}.{key}" if frame[1] else str(key)
+                positions.setdefault(path, _line_col(text, i))
+                expecting_key = False
+            i = j + 1
+            continue
+        if c in "{[":
+            parent = stack[-1] if stack else None
+            if parent is None:
+                path = ""
+            else:
+                key = parent[2]
+                path = f"{parent[1]}.{key}" if parent[1] else str(key)
+            stack.append(["obj" if c == "{" else "arr", path, 0 if c == "[" else None])
+            expecting_key = c == "{"
+        elif c in "}]":
+            if stack:
+                stack.pop()
+            expecting_key = False
+        elif c == ",":
+            if stack and stack[-1][0] == "arr":
+                stack[-1][2] += 1
+            expecting_key = bool(stack) and stack[-1][0] == "obj"
+        i += 1
+    return positions
+
+
+def _no_duplicates(path_hits: list[Hit]):
+    def hook(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                path_hits.append(Hit("LINT-SYN-003", key, None, f"key {key!r} appears more than once in the same object"))
+            seen.add(key)
+        return dict(pairs)
+
+    return hook
+
+
+def parse_json(text: str) -> Parsed:
+    dupes: list[Hit] = []
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicates(dupes))
+        cleaned = text
+        hits: list[Hit] = []
+    except json.JSONDecodeError as strict_error:
+        cleaned, blanked = _blank_lenient(text)
+        dupes.clear()
+        try:
+            data = json.loads(cleaned, object_pairs_hook=_no_duplicates(dupes))
+        except json.JSONDecodeError:
+            e = strict_error
+            return Parsed(None, hits=[Hit("LINT-SYN-001", "", None, f"JSON does not parse: {e.msg}",
+                                          line=e.lineno, column=e.colno)])
+        kinds = sorted({what for _, what in blanked})
+        line, col = _line_col(text, blanked[0][0])
+        hits = [Hit("LINT-SYN-002", "", None,
+                    f"the file has {' and '.join(k + 's' for k in kinds)} ({len(blanked)} in all, first here): "
+                    "DeepSpeed's hjson reader accepts them, json.load does not", line=line, column=col)]
+    positions = _json_positions(cleaned)
+    for hit in dupes:  # place each duplicate at its second occurrence
+        hits.append(_place_duplicate(hit, cleaned))
+    return Parsed(data, positions, hits)
+
+
+def _place_duplicate(hit: Hit, text: str) -> Hit:
+    needle = json.dumps(hit.field)
+    first = text.find(needle)
+    second = text.find(needle, first + 1) if first >= 0 else -1
+    if second < 0:
+        return hit
+    line, col = _line_col(text, second)
+    return Hit(hit.code, hit.field, hit.value, hit.message, line=line, column=col)
+
+
+def _yaml_positions(node, path: str, out: dict[str, tuple[int, int]]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            sub = f"{path}.{key}" if path else key
+            out.setdefault(sub, (key_node.start_mark.line + 1, key_node.start_mark.column + 1))
+            _yaml_positions(value_node, sub, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _yaml_positions(item, f"{path}.{i}" if path else str(i), out)
+
+
+def parse_yaml(text: str) -> Parsed:
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        return Parsed(None, hits=[Hit("LINT-SYN-001", "", None, f"YAML does not parse: {problem}",
+                                      line=mark.line + 1 if mark else None,
+                                      column=mark.column + 1 if mark else None)])
+    positions: dict[str, tuple[int, int]] = {}
+    if node is not None:
+        _yaml_positions(node, "", positions)
+    return Parsed(data, positions)

@@ -1,0 +1,2 @@
+#!/bin/bash
+deepspeed --include worker-0 --exclude worker-1:0 train.py

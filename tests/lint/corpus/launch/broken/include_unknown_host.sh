@@ -1,0 +1,2 @@
+#!/bin/bash
+deepspeed --hostfile hostfile --include worker-9:0 train.py

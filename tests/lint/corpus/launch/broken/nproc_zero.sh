@@ -1,0 +1,2 @@
+#!/bin/bash
+torchrun --nproc_per_node 0 train.py

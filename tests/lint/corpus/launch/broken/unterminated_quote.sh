@@ -1,0 +1,2 @@
+#!/bin/bash
+deepspeed --include "worker-0:0,1 train.py

@@ -1,0 +1,16 @@
+#!/bin/bash
+GPUS_PER_NODE=8
+NNODES=1
+TP=1
+torchrun --nproc_per_node $GPUS_PER_NODE --nnodes $NNODES pretrain_gpt.py \
+    --tensor-model-parallel-size $TP \
+    --num-layers 24 \
+    --hidden-size 2048 \
+    --num-attention-heads 16 \
+    --seq-length 2048 \
+    --max-position-embeddings 2048 \
+    --micro-batch-size 2 \
+    --global-batch-size 64 \
+    --pipeline-model-parallel-size 2 \
+    --num-layers-per-virtual-pipeline-stage 5 \
+    --bf16

@@ -13,6 +13,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("cases", help="cases in the format of shared/cases (JSONL)")
     p.add_argument("--no-leave-one-out", action="store_true",
                    help="let indexed cases be their own evidence (only to measure how much the index memorises)")
+    p.add_argument("--strict", action="store_true",
+                   help="also leave out, for each case, the rules written from it (those citing its URL)")
     add_format_option(p, ("text", "json"))
     p.set_defaults(func=run)
 
@@ -20,11 +22,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from distdx.diagnose.evaluate import evaluate
 
-    report = evaluate(args.cases, leave_one_out=not args.no_leave_one_out)
+    report = evaluate(args.cases, leave_one_out=not args.no_leave_one_out, strict=args.strict)
     if args.format == "json":
         emit(json.dumps(report.to_dict(), indent=2))
         return 0
     mode = "leave-one-out" if report.leave_one_out else "NOT leave-one-out"
+    if report.strict:
+        mode += ", rules written from a case left out for it"
     out = [f"{report.cases} cases, {report.seconds:.1f} s ({mode})", "",
            f"{'dimension':<12} {'n':>4} {'top1':>6} {'top3':>6} {'kappa':>6}   majority baseline (top1)"]
     for dim, s in report.dimensions.items():

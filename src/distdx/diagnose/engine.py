@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Sequence
 
 from distdx.diagnose.models import Diagnosis, Evidence, Fix, Hypothesis, SimilarIssue
-from distdx.diagnose.textmodel import NEIGHBOURS, Neighbour, TextModel, default_model, tokens, vote
+from distdx.diagnose.textmodel import NEIGHBOURS, RULE_DOC_PREFIX, Neighbour, TextModel, default_model, tokens, vote
 from distdx.knowledge.rules import Rule, load_rules
 from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN, taxonomy
 from distdx.logs.models import LogLine, ParsedLog
@@ -221,6 +221,7 @@ def diagnose(
     exact = [nb for nb in candidates if _jaccard(query_words, _unigrams(nb.issue.text)) >= EXACT_JACCARD]
     exact_ids = frozenset(nb.issue.id for nb in exact)
     neighbours: list[Neighbour] = [nb for nb in candidates if nb.issue.id not in exact_ids][:NEIGHBOURS]
+    known = [nb for nb in neighbours if not nb.issue.id.startswith(RULE_DOC_PREFIX)]
     top_similarity = neighbours[0].similarity if neighbours else 0.0
 
     w_rule = 1 - math.exp(-total_strength / RULE_SATURATION)
@@ -261,10 +262,10 @@ def diagnose(
     similar = tuple(
         SimilarIssue(nb.issue.id, nb.issue.url, nb.issue.title, nb.similarity, nb.issue.labels,
                      nb.issue.resolution, exact=nb.issue.id in exact_ids)
-        for nb in (exact + neighbours)[:MAX_SIMILAR]
+        for nb in (exact + known)[:MAX_SIMILAR]
     )
-    if not fixes and neighbours and neighbours[0].issue.resolution:
-        best = neighbours[0].issue
+    if not fixes and known and known[0].issue.resolution:
+        best = known[0].issue
         fixes = (Fix(f"A similar known issue ({best.url}) was resolved this way: {best.resolution}", best.id),)
 
     return Diagnosis(

@@ -2,7 +2,10 @@
 confusion table and the majority-class baseline beside it.
 
 Cases in the known-issue index are scored leave-one-out: the case being scored is excluded from
-the text model and from the root-cause -> fix mapping, so no case is its own evidence.
+the text model and from the root-cause -> fix mapping, so no case is its own evidence. Signature
+rules that were written from a case cite its URL in ``references``; ``strict`` also leaves those
+rules out while that case is scored, which measures how well the rules generalise to issues they
+were not written from.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from distdx.diagnose.engine import diagnose
+from distdx.diagnose.textmodel import RULE_DOC_PREFIX
 from distdx.knowledge.known_issues import read_cases
+from distdx.knowledge.rules import load_rules
 from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN, taxonomy
 
 
@@ -58,12 +63,14 @@ class EvalReport:
     stage_confusion: dict[str, dict[str, int]]  # gold -> predicted -> count
     results: tuple[CaseResult, ...] = field(default_factory=tuple)
     leave_one_out: bool = True
+    strict: bool = False
 
     def to_dict(self) -> dict:
         return {
             "cases": self.cases,
             "seconds": round(self.seconds, 2),
             "leave_one_out": self.leave_one_out,
+            "strict": self.strict,
             "dimensions": {
                 d: {"n": s.n, "top1": round(s.top1, 3), "top3": round(s.top3, 3), "kappa": round(s.kappa, 3),
                     "majority_label": s.majority_label, "majority_top1": round(s.majority_top1, 3)}
@@ -75,16 +82,22 @@ class EvalReport:
         }
 
 
-def evaluate(cases_path: str | Path, *, leave_one_out: bool = True) -> EvalReport:
+def evaluate(cases_path: str | Path, *, leave_one_out: bool = True, strict: bool = False) -> EvalReport:
     from distdx.logs import parse_text
 
     cases = read_cases(cases_path)
+    all_rules = load_rules()
     started = time.perf_counter()
     results = []
     for case in cases:
         excluded = frozenset({str(case.get("id"))}) if leave_one_out else frozenset()
+        rules = all_rules
+        if strict:
+            url = case.get("url")
+            rules = tuple(r for r in all_rules if all(ref.url != url for ref in r.references))
+            excluded |= {RULE_DOC_PREFIX + r.code for r in all_rules if r not in rules}
         parsed = parse_text(case_input(case), source=str(case.get("id", "<case>")))
-        diagnosis = diagnose(parsed, exclude_ids=excluded)
+        diagnosis = diagnose(parsed, exclude_ids=excluded, rules=rules)
         gold = {d: str((case.get("labels") or {}).get(d, UNKNOWN)) for d in DIMENSIONS}
         predicted = {d: tuple(h.id for h in diagnosis.classification[d][:3]) for d in DIMENSIONS}
         results.append(CaseResult(str(case.get("id")), gold, predicted))
@@ -111,4 +124,4 @@ def evaluate(cases_path: str | Path, *, leave_one_out: bool = True) -> EvalRepor
         g, p = r.gold["stage"], (r.predicted["stage"] or ("",))[0]
         if g in confusion and p in confusion[g]:
             confusion[g][p] += 1
-    return EvalReport(len(cases), seconds, dims, confusion, tuple(results), leave_one_out)
+    return EvalReport(len(cases), seconds, dims, confusion, tuple(results), leave_one_out, strict)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from distdx.knowledge.known_issues import KnownIssue, load_known_issues
+from distdx.knowledge.rules import Rule, load_rules
 from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN
 
 _TOKEN = re.compile(r"[a-z][a-z0-9_]+|\d+(?:\.\d+)+")
@@ -139,9 +140,29 @@ def vote(neighbours: list[Neighbour], dimension: str) -> dict[str, float]:
     return {k: v / total for k, v in votes.items()} if total else {}
 
 
+RULE_DOC_PREFIX = "rule:"
+
+
+def rule_documents(rules: tuple[Rule, ...]) -> tuple[KnownIssue, ...]:
+    """Each signature rule as a labelled pseudo-document (title, explanation, fixtures), so the
+    text model knows the vocabulary of every category, not only of the indexed issues. Their ids
+    start with ``rule:``; they vote but are never shown as known issues."""
+    docs = []
+    for rule in rules:
+        targets = {"stage": rule.stages, "symptom": rule.symptoms, "root_cause": rule.root_causes,
+                   "fix_pattern": rule.fix_patterns}
+        labels = {dim: max(w, key=w.get) for dim, w in targets.items()}
+        docs.append(KnownIssue(
+            id=RULE_DOC_PREFIX + rule.code, url="", framework="", title=rule.title,
+            summary=rule.explanation, errors="\n".join(rule.fixtures_match)[:4000], labels=labels,
+            source=rule.source,
+        ))
+    return tuple(docs)
+
+
 @lru_cache(maxsize=1)
 def default_model() -> TextModel:
-    return TextModel(load_known_issues())
+    return TextModel(load_known_issues() + rule_documents(load_rules()))
 
 
 __all__ = ["DIMENSIONS", "Neighbour", "TextModel", "default_model", "tokens", "vote"]

@@ -1,0 +1,53 @@
+"""Adjudicated issues -> the known-issue index that ``distdx diagnose`` cites and learns from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from distdx.errors import DistdxError
+from distdx.knowledge.known_issues import KnownIssue, build_index, issue_from_case, write_index
+
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "knowledge" / "data" / "known_issues.jsonl"
+
+
+@dataclass(frozen=True)
+class KbBuild:
+    source: str
+    out: Path
+    issues: int
+    skipped_duplicates: int
+
+
+def known_issues_from(source: str) -> list[KnownIssue]:
+    """Known issues from a case-format JSONL file, or from a study database's adjudicated issues."""
+    if source.endswith(".jsonl"):
+        return build_index(source)
+    if "://" not in source and not Path(source).is_file():
+        raise DistdxError("DX-STUDY-100", f"nothing to build from at {source}",
+                          hint="give a case-format .jsonl file or a study database (path or SQLAlchemy URL)")
+    from distdx.study.annotate import export_records
+    from distdx.study.store import open_store
+
+    with open_store(source) as store:
+        records = export_records(store, final=True)
+    if not records:
+        raise DistdxError("DX-STUDY-101", f"{source} has no adjudicated issue",
+                          hint="run `distdx study adjudicate` first")
+    label = Path(source).name if "://" not in source else source.split("://")[0]
+    return [issue_from_case({"id": r.id, "url": r.url, **r.case, "labels": r.labels.to_dict()}, label, (source, n))
+            for n, r in enumerate(records, 1)]
+
+
+def build_kb(source: str, out: str | Path | None = None) -> KbBuild:
+    issues = known_issues_from(source)
+    unique: dict[str, KnownIssue] = {}
+    for issue in issues:  # the same issue twice (e.g. two imports) is indexed once
+        unique.setdefault(issue.id, issue)
+    target = Path(out) if out else DEFAULT_OUT
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_index(list(unique.values()), target)
+    except OSError as e:
+        raise DistdxError("DX-STUDY-102", f"cannot write {target}: {e.strerror}", hint="pick another --out") from None
+    return KbBuild(source, target, len(unique), len(issues) - len(unique))

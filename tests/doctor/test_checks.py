@@ -7,7 +7,7 @@ from distdx.doctor.checks import REGISTRY, CheckOptions, nccl_ifname_matches
 from distdx.doctor.engine import judge, run_checks
 from distdx.doctor.models import DeepSpeedBuild, GpuReading
 
-from doctor_envs import H100, HEALTHY, make, with_env
+from .doctor_envs import H100, HEALTHY, make, with_env
 
 RANKS = dict(RANK="1", WORLD_SIZE="4", LOCAL_RANK="1", LOCAL_WORLD_SIZE="2", MASTER_ADDR="10.0.0.5",
              MASTER_PORT="29500")

@@ -14,7 +14,7 @@ from distdx.doctor.probe import facts
 from distdx.doctor.remote import check_node, doctor_nodes, ssh_command
 from distdx.doctor.render import render_comparison, render_nodes
 
-from doctor_envs import make, with_env
+from .doctor_envs import make, with_env
 
 
 def closed_port() -> int:

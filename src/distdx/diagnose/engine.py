@@ -87,7 +87,10 @@ def _position(rule: Rule, line: LogLine, parsed: ParsedLog, ff_keys: set, cascad
 def match_rules(parsed: ParsedLog, rules: Sequence[Rule]) -> list[_Hit]:
     """Fire every applicable rule on the kept lines; one representative line per line shape."""
     whole = parsed.text
-    active = [r for r in rules if r.status != "deprecated" and r.applies_to(whole)]
+    # low-weight prose cues (severity info) are for pasted issue texts, not for machine logs
+    # too large to keep whole; skipping them there also keeps big inputs fast
+    active = [r for r in rules if r.status != "deprecated" and (parsed.complete or r.severity != "info")
+              and r.applies_to(whole)]
     ff = parsed.first_failure
     ff_keys: set = set()
     cascade_keys: set = set()

@@ -35,9 +35,22 @@ NEIGHBOURS = 10
 NB_TEMPERATURE = 1.0
 
 
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ied", "ies", "ed", "es", "ly", "s")
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper: 'hangs', 'hanging' -> 'hang'; identifiers with '_' or digits are kept."""
+    if "_" in word or any(ch.isdigit() for ch in word):
+        return word
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
 def tokens(text: str) -> list[str]:
     text = _NOISE.sub(" ", text[:MAX_DOC_CHARS].lower())
-    words = [w for w in _TOKEN.findall(text) if w not in _STOP and len(w) < 40]
+    words = [stem(w) for w in _TOKEN.findall(text) if w not in _STOP and len(w) < 40]
     return words + [f"{a}~{b}" for a, b in zip(words, words[1:])]
 
 

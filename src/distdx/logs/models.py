@@ -2,7 +2,25 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class GuardEvent:
+    """A structured event written by ``distdx guard`` (a JSON line with key ``"distdx"``)."""
+
+    schema: int  # the value of the "distdx" key
+    kind: str  # e.g. "collective_mismatch"
+    message: str
+    rank: int | None = None
+    host: str | None = None
+    step: int | None = None
+    raw: str = "{}"  # the JSON object as written, for every other field
+
+    @property
+    def fields(self) -> dict:
+        return json.loads(self.raw)
 
 
 @dataclass(frozen=True)
@@ -15,6 +33,9 @@ class LogLine:
     rank: int | None = None
     host: str | None = None
     timestamp: str | None = None  # as written in the log, when there was one
+    local_rank: int | None = None  # from `[default0]:`, an NCCL `[3]` device tag or a per-rank dir
+    event: GuardEvent | None = field(default=None, compare=False)  # set on distdx guard lines
+    rank_from: str | None = None  # how the rank was found: prefix | file | text | event | inferred
 
 
 @dataclass(frozen=True)
@@ -22,6 +43,22 @@ class Frame:
     file: str
     line: int
     function: str = ""
+
+
+@dataclass(frozen=True)
+class ExitRecord:
+    """One process exit a launcher reported (a torchelastic table entry, an mpirun/srun line)."""
+
+    rank: int | None = None
+    local_rank: int | None = None
+    host: str | None = None
+    pid: int | None = None
+    exit_code: int | None = None
+    signal: str | None = None  # e.g. "SIGKILL"
+    time: str | None = None  # as written, e.g. "2024-05-01_12:00:00"
+    error_file: str | None = None
+    message: str = ""  # torchelastic's "traceback :" field
+    root_cause: bool = False  # listed under torchelastic's "Root Cause (first observed failure)"
 
 
 @dataclass(frozen=True)
@@ -39,6 +76,10 @@ class Block:
     exit_code: int | None = None
     signal: str | None = None  # e.g. "SIGKILL"
     cascade: bool = False  # a consequence of a failure elsewhere (watchdog timeout, SIGABRT, ...)
+    cascade_reason: str = ""  # which cascade pattern (cascade.yaml) matched, when cascade
+    failed_rank: int | None = None  # for launcher summaries: the rank the summary is about
+    failed_host: str | None = None
+    exits: tuple[ExitRecord, ...] = ()  # for launcher summaries: the exits they list
 
     @property
     def rank(self) -> int | None:
@@ -80,6 +121,7 @@ class ParsedLog:
     total_bytes: int = 0
     complete: bool = True  # False when only salient lines were kept
     notes: tuple[str, ...] = field(default_factory=tuple)  # e.g. "replaced 3 undecodable bytes in x.log"
+    events: tuple[GuardEvent, ...] = ()  # distdx guard events found in the input, in order
 
     @property
     def text(self) -> str:

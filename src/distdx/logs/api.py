@@ -1,0 +1,263 @@
+"""The two entry points: :func:`read_logs` for inputs on disk or stdin, :func:`parse_text` for a string."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import re
+from typing import BinaryIO, Sequence
+
+from distdx.errors import DistdxError
+from distdx.logs.blocks import build_blocks
+from distdx.logs.firstfail import classify_block, find_first_failure
+from distdx.logs.lines import SourceContext, guess_hosts
+from distdx.logs.models import Block, LogLine, ParsedLog
+from distdx.logs.reader import (
+    CHUNK_BYTES,
+    FULL_LIMIT_BYTES,
+    MAX_KEPT_LINES,
+    MAX_LINE_BYTES,
+    TAIL_KEPT_LINES,
+    Collector,
+    Input,
+    Notes,
+    _ChainedReader,
+    _open,
+    expand_inputs,
+    is_error_file_name,
+    looks_binary,
+    read_error_file,
+    read_head,
+    sample_lines,
+)
+
+_COMPRESSED = (".gz", ".bz2", ".xz", ".lzma")
+_ERROR_FILE_MAX = 16 << 20
+
+
+def read_logs(
+    inputs: Sequence[str],
+    *,
+    stdin: BinaryIO | None = None,
+    full_limit_bytes: int = FULL_LIMIT_BYTES,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_kept_lines: int = MAX_KEPT_LINES,
+    tail_kept_lines: int = TAIL_KEPT_LINES,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> ParsedLog:
+    """Read logs from files, directories (recursively), globs and ``-`` (stdin; .gz/.bz2/.xz too).
+
+    Inputs whose total size is at most ``full_limit_bytes`` keep every line; larger ones keep
+    salient lines and their context (``ParsedLog.complete`` is then False). Raises
+    :class:`DistdxError` when nothing readable is left; smaller problems become ``notes``.
+    """
+    notes = Notes()
+    items = expand_inputs(inputs, notes)
+    stdin_head = b""
+    stdin_stream: BinaryIO | None = None
+    known = 0
+    for inp in items:
+        if inp.path is None:
+            stdin_stream = stdin if stdin is not None else _default_stdin()
+            stdin_head = read_head(stdin_stream, full_limit_bytes + 1)
+            known += len(stdin_head)
+        elif inp.size:
+            known += inp.size * (6 if inp.path.lower().endswith(_COMPRESSED) else 1)
+    full = known <= full_limit_bytes
+    collector = Collector(
+        full=full, notes=notes, max_line_bytes=max_line_bytes, max_kept_lines=max_kept_lines,
+        tail_kept_lines=tail_kept_lines, chunk_bytes=chunk_bytes,
+    )
+    error_file_sources: set[str] = set()
+    problems: list[tuple[str, str, str]] = []  # (code, source, what)
+    sources: list[str] = []
+    for inp in items:
+        try:
+            fh = _ChainedReader(stdin_head, stdin_stream) if inp.path is None else _open(inp, stdin)
+        except FileNotFoundError:
+            notes.add("vanished before it could be read (deleted?)", inp.name)
+            problems.append(("DX-LOGS-004", inp.name, "vanished before it could be read"))
+            continue
+        except PermissionError:
+            notes.add("not readable (permission denied); skipped", inp.name)
+            problems.append(("DX-LOGS-006", inp.name, "is not readable (permission denied)"))
+            continue
+        except OSError as e:
+            notes.add(f"cannot be opened ({e.strerror or e}); skipped", inp.name)
+            problems.append(("DX-LOGS-006", inp.name, f"cannot be opened ({e.strerror or e})"))
+            continue
+        try:
+            first = collector._next(fh, SourceContext(inp.name))
+            if not first:
+                notes.add("empty", inp.name)
+                problems.append(("DX-LOGS-007", inp.name, "is empty"))
+                continue
+            if looks_binary(first):
+                notes.add("looks binary (not a text log); skipped", inp.name)
+                problems.append(("DX-LOGS-008", inp.name, "looks binary, not like a text log"))
+                collector.total_bytes += len(first)
+                continue
+            ctx = _context(inp, first)
+            sources.append(inp.name)
+            collector.read_ok += 1
+            if is_error_file_name(inp.path) and first.lstrip().startswith(b"{"):
+                data = first + read_head(fh, _ERROR_FILE_MAX)
+                lines = read_error_file(inp.name, ctx, data) if len(data) < _ERROR_FILE_MAX else None
+                if lines is not None:
+                    error_file_sources.add(inp.name)
+                    collector.total_bytes += len(data)
+                    collector.total_lines += data.count(b"\n") + 1
+                    for line in lines:
+                        collector._keep(line)
+                    continue
+                fh = _ChainedReader(data[len(first):], fh)
+            plain = inp.path is not None and not inp.path.lower().endswith(_COMPRESSED + (".json",))
+            collector.read(fh, ctx, first, inp.path if plain else None)
+        finally:
+            if inp.path is not None:
+                try:
+                    fh.close()
+                except OSError:
+                    pass
+    if not sources:
+        _raise_nothing_read(items, problems)
+    if collector.dropped:
+        notes.add(
+            f"more salient lines than the {max_kept_lines + tail_kept_lines} kept; {collector.dropped} from the middle were dropped",
+            "input",
+        )
+    return _assemble(
+        collector.lines(), tuple(sources), notes.render(), collector.total_lines, collector.total_bytes,
+        complete=full and not collector.dropped, error_file_sources=error_file_sources,
+    )
+
+
+def parse_text(text: str, source: str = "<text>") -> ParsedLog:
+    """Parse a log held in a string (for instance the text of an issue); every line is kept."""
+    if not isinstance(text, str):
+        raise DistdxError("DX-LOGS-009", "parse_text expects a str", hint="decode bytes first, or use read_logs")
+    data = text.encode("utf-8", errors="replace")
+    notes = Notes()
+    collector = Collector(full=True, notes=notes)
+    if data.strip():
+        first = data[: 256 << 10]
+        ctx = SourceContext(source, hosts=guess_hosts(sample_lines(first)))
+        collector.read(io.BytesIO(data[len(first):]), ctx, first)
+    return _assemble(collector.lines(), (source,), notes.render(), collector.total_lines, len(data), complete=True)
+
+
+def _default_stdin() -> BinaryIO:
+    import sys
+
+    return sys.stdin.buffer
+
+
+def _context(inp: Input, first: bytes) -> SourceContext:
+    return SourceContext(inp.name, rank=inp.rank, local_rank=inp.local_rank, hosts=guess_hosts(sample_lines(first)))
+
+
+def _raise_nothing_read(items: list[Input], problems: list[tuple[str, str, str]]) -> None:
+    if len(problems) == 1:
+        code, name, what = problems[0]
+    else:
+        codes = {p[0] for p in problems}
+        code = codes.pop() if len(codes) == 1 else "DX-LOGS-010"
+        name = f"all {len(items)} inputs"
+        what = problems[0][2] if len(codes) <= 1 and problems else "are empty, binary or unreadable"
+    hints = {
+        "DX-LOGS-004": "check the path; the file may have been rotated or cleaned up",
+        "DX-LOGS-006": "check the file's permissions (ls -l) or run as a user who can read it",
+        "DX-LOGS-007": "the job may have written its output elsewhere: check the launcher's --log_dir/--tee options or the scheduler's output file",
+        "DX-LOGS-008": "point distdx at the text logs (stdout/stderr of the job), not at checkpoints, core dumps or archives",
+    }
+    raise DistdxError(
+        code,
+        f"no log to read: {name} {what}",
+        why="distdx needs the text output of the failed job",
+        hint=hints.get(code, "pass the job's text logs: files, a directory, a glob, or - for stdin"),
+    )
+
+
+_DS_RANK_MAPPING = re.compile(r"global_rank_mapping=.*")
+_MAPPING_ENTRY = re.compile(r"'([^']+)': \[([\d, ]*)\]")
+_OOM_DEVICE = re.compile(r"GPU (\d+) has a total capacity")
+
+
+def _rank_map(lines: list[LogLine]) -> dict[tuple[str, int], int]:
+    """(host, local rank) -> global rank, from DeepSpeed's ``global_rank_mapping=`` line."""
+    mapping: dict[tuple[str, int], int] = {}
+    for line in lines:
+        if "global_rank_mapping=" in line.text and _DS_RANK_MAPPING.search(line.text):
+            for host, ranks in _MAPPING_ENTRY.findall(line.text):
+                for local, rank in enumerate(int(r) for r in ranks.split(",") if r.strip()):
+                    mapping[(host, local)] = rank
+    return mapping
+
+
+def _resolve_ranks(lines: list[LogLine]) -> list[LogLine]:
+    """Give a global rank to lines that only know their host and local rank."""
+    if not any(line.rank is None and line.local_rank is not None and line.host for line in lines):
+        return lines
+    mapping = _rank_map(lines)
+    if not mapping:
+        return lines
+    out = []
+    for line in lines:
+        if line.rank is None and line.local_rank is not None and line.host:
+            rank = mapping.get((line.host, line.local_rank))
+            if rank is not None:
+                line = dataclasses.replace(line, rank=rank, rank_from="inferred")
+        out.append(line)
+    return out
+
+
+def _rank_from_device(block: Block, lines: list[LogLine]) -> Block:
+    """A traceback on a host-prefixed stream with no rank: a CUDA OOM names its GPU, which the
+    launcher's rank mapping turns into a global rank."""
+    if block.rank is not None or not block.headline.host or block.kind not in ("python_traceback", "error_file"):
+        return block
+    m = _OOM_DEVICE.search(block.message)
+    if not m:
+        return block
+    rank = _rank_map(lines).get((block.headline.host, int(m.group(1))))
+    if rank is None:
+        return block
+    headline = dataclasses.replace(block.headline, rank=rank, local_rank=int(m.group(1)), rank_from="inferred")
+    return dataclasses.replace(block, headline=headline)
+
+
+def _assemble(
+    lines: list[LogLine],
+    sources: tuple[str, ...],
+    notes: tuple[str, ...],
+    total_lines: int,
+    total_bytes: int,
+    *,
+    complete: bool,
+    error_file_sources: set[str] | None = None,
+) -> ParsedLog:
+    lines = _resolve_ranks(lines)
+    blocks: list[Block] = build_blocks(lines)
+    if error_file_sources:
+        blocks = [
+            dataclasses.replace(b, kind="error_file") if b.headline.source in error_file_sources and b.kind == "python_traceback" else b
+            for b in blocks
+        ]
+    blocks = [classify_block(_rank_from_device(b, lines)) for b in blocks]
+    first = find_first_failure(lines, blocks)
+    ranks = sorted({line.rank for line in lines if line.rank is not None})
+    hosts = sorted({line.host for line in lines if line.host})
+    events = tuple(line.event for line in lines if line.event is not None)
+    return ParsedLog(
+        sources=sources,
+        lines=tuple(lines),
+        blocks=tuple(blocks),
+        first_failure=first,
+        ranks=tuple(ranks),
+        hosts=tuple(hosts),
+        total_lines=total_lines,
+        total_bytes=total_bytes,
+        complete=complete,
+        notes=notes,
+        events=events,
+    )

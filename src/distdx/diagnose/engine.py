@@ -86,11 +86,9 @@ def _position(rule: Rule, line: LogLine, parsed: ParsedLog, ff_keys: set, cascad
 
 def match_rules(parsed: ParsedLog, rules: Sequence[Rule]) -> list[_Hit]:
     """Fire every applicable rule on the kept lines; one representative line per line shape."""
-    whole = parsed.text
     # low-weight prose cues (severity info) are for pasted issue texts, not for machine logs
     # too large to keep whole; skipping them there also keeps big inputs fast
-    active = [r for r in rules if r.status != "deprecated" and (parsed.complete or r.severity != "info")
-              and r.applies_to(whole)]
+    active = [r for r in rules if r.status != "deprecated" and (parsed.complete or r.severity != "info")]
     ff = parsed.first_failure
     ff_keys: set = set()
     cascade_keys: set = set()
@@ -119,10 +117,26 @@ def match_rules(parsed: ParsedLog, rules: Sequence[Rule]) -> list[_Hit]:
         if len(group) < MAX_EVIDENCE_PER_RULE or (line.source, line.lineno) in ff_keys:
             group.append(line)
 
+    # document-level conditions (requires/excludes) are checked only for rules that fired, over
+    # the distinct lines: a cascade repeated by 500 ranks is searched once
+    whole: str | None = None
+    admitted: dict[str, bool] = {}
+
+    def admits(rule: Rule) -> bool:
+        nonlocal whole
+        if rule.code not in admitted:
+            if not rule.requires and not rule.excludes:
+                admitted[rule.code] = True
+            else:
+                if whole is None:
+                    whole = "\n".join(dict.fromkeys(line.text for line in parsed.lines))
+                admitted[rule.code] = rule.applies_to(whole)
+        return admitted[rule.code]
+
     hits: list[_Hit] = []
     for group in seen_shapes.values():
         representative = group[0].text
-        fired = [r for r in active if r.first_match(representative)]
+        fired = [r for r in active if r.first_match(representative) and admits(r)]
         for rule in fired:
             for line in group:
                 strength, on_ff, on_cascade = _position(rule, line, parsed, ff_keys, cascade_keys)

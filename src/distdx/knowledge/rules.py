@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-import yaml
+from distdx.knowledge.yamlio import YAMLError, load_yaml
 
 from distdx.errors import DistdxError
 from distdx.knowledge.taxonomy import taxonomy
@@ -187,8 +187,8 @@ def _parse_rule(source: str, spec: dict) -> Rule:
 
 def parse_rule_file(source: str, text: str) -> list[Rule]:
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
+        data = load_yaml(text)
+    except YAMLError as e:
         raise _fail(source, "", f"YAML does not parse: {e}") from None
     if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("rules"), list):
         raise _fail(source, "", "a rule file is a mapping with `version: 1` and a list `rules`")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-import yaml
+from distdx.knowledge.yamlio import load_yaml
 
 from distdx.errors import DistdxError
 
@@ -93,4 +93,4 @@ def _parse(data: dict) -> Taxonomy:
 @lru_cache(maxsize=1)
 def taxonomy() -> Taxonomy:
     text = resources.files("distdx.knowledge").joinpath("taxonomy.yaml").read_text(encoding="utf-8")
-    return _parse(yaml.safe_load(text))
+    return _parse(load_yaml(text))

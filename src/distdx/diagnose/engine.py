@@ -39,6 +39,7 @@ POSITION_SAME_RANK = 0.7
 POSITION_NO_RANK = 0.7
 POSITION_OTHER_RANK = 0.5
 POSITION_CASCADE = 0.25
+CASCADE_WHEN_EXPLAINED = 0.3  # further down-weighting of the cascade once a rule explains the first failure
 # Rules are taken strongest first and each further one counts this much less than the one before,
 # so that many weak or cascade signatures cannot outvote one strong signature on the first failure.
 EVIDENCE_DECAY = 0.7
@@ -84,6 +85,17 @@ def _position(rule: Rule, line: LogLine, parsed: ParsedLog, ff_keys: set, cascad
     return (POSITION_SAME_RANK if line.rank == ff.rank else POSITION_OTHER_RANK), False, False
 
 
+def _cascade_keys(parsed: ParsedLog) -> set[tuple[str, int]]:
+    """(source, line) of every line the logs layer judged a consequence of the first failure."""
+    keys: set[tuple[str, int]] = set()
+    if parsed.first_failure is not None:
+        keys.update((l.source, l.lineno) for l in parsed.first_failure.cascade)
+    for block in parsed.blocks:
+        if block.cascade:
+            keys.update((l.source, l.lineno) for l in block.lines)
+    return keys
+
+
 def match_rules(parsed: ParsedLog, rules: Sequence[Rule]) -> list[_Hit]:
     """Fire every applicable rule on the kept lines; one representative line per line shape."""
     # low-weight prose cues (severity info) are for pasted issue texts, not for machine logs
@@ -91,16 +103,12 @@ def match_rules(parsed: ParsedLog, rules: Sequence[Rule]) -> list[_Hit]:
     active = [r for r in rules if r.status != "deprecated" and (parsed.complete or r.severity != "info")]
     ff = parsed.first_failure
     ff_keys: set = set()
-    cascade_keys: set = set()
     if ff is not None:
         ff_keys.add((ff.line.source, ff.line.lineno))
         if ff.block is not None:
             ff_keys.update((l.source, l.lineno) for l in ff.block.lines)
             ff_keys.add((ff.block.headline.source, ff.block.headline.lineno))
-        cascade_keys = {(l.source, l.lineno) for l in ff.cascade}
-    for block in parsed.blocks:
-        if block.cascade:
-            cascade_keys.update((l.source, l.lineno) for l in block.lines)
+    cascade_keys = _cascade_keys(parsed)
 
     # the first failure's own records carry the rank/host the logs layer attributed to it
     attributed = {}
@@ -208,9 +216,15 @@ def diagnose(
     rules = load_rules() if rules is None else rules
     model = default_model() if model is None else model
     tax = taxonomy()
-    text = parsed.text
+    # the text model reads what is not a consequence of the first failure: a cascade repeated by
+    # hundreds of ranks says little about the cause and would drown the rest
+    cascade = _cascade_keys(parsed)
+    text = "\n".join(l.text for l in parsed.lines if (l.source, l.lineno) not in cascade) if cascade else parsed.text
 
     hits = match_rules(parsed, rules)
+    if any(h.first_failure and h.line == parsed.first_failure.line for h in hits if parsed.first_failure):
+        # the first failure has its own explanation: what followed on other ranks is its consequence
+        hits = [dataclasses.replace(h, strength=h.strength * CASCADE_WHEN_EXPLAINED) if h.cascade else h for h in hits]
     strongest: dict[str, _Hit] = {}
     for hit in hits:
         best = strongest.get(hit.rule.code)

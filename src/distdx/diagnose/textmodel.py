@@ -122,14 +122,13 @@ class TextModel:
             if issue.id in exclude_ids and label != UNKNOWN:
                 label_words[label].subtract(doc_words)
                 label_docs[label] -= 1
-        n_docs = sum(label_docs.values())
         vocab = len(self._vocab)
         logp = {}
         for label, counter in label_words.items():
             if label_docs[label] <= 0:
                 continue
             total = sum(counter.values())
-            score = math.log(label_docs[label] / n_docs)
+            score = 0.0  # no class prior: the engine adds the study's shares itself, once
             for w in words:
                 score += math.log((counter[w] + alpha) / (total + alpha * vocab))
             logp[label] = score

@@ -1,0 +1,149 @@
+"""Typed records of the estimator: the model's shape (``ModelShape``), the run being planned
+(``Setup``), the figures (``Figures``), a proposed change (``Suggestion``) and the whole answer
+(``Estimate``). All are frozen; :meth:`Estimate.to_dict` is the ``--format json`` document.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Mapping
+
+MODES = ("train", "infer")
+TRAIN_DTYPES = ("fp32", "fp16", "bf16")
+INFER_DTYPES = TRAIN_DTYPES + ("int8", "int4")
+OPTIMIZERS = ("adam", "adamw", "adam8bit", "sgd", "sgd-momentum", "adafactor")
+OFFLOAD_DEVICES = ("none", "cpu", "nvme")
+CHECKPOINTING = ("none", "selective", "full")
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the formulas need to know about the model.
+
+    ``fields_used`` names the config.json fields read (or the command-line options); ``assumed``
+    lists the dimensions that were not given and were derived (see docs/estimate.md)."""
+
+    params: int
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    vocab: int
+    largest_layer_params: int
+    source: str
+    model_type: str | None = None
+    fields_used: Mapping[str, object] = field(default_factory=dict)
+    assumed: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["fields_used"] = dict(self.fields_used)
+        data["assumed"] = list(self.assumed)
+        return data
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The run being planned. Parallel sizes are resolved: ``tp * pp * cp * dp == gpus_per_node * nodes``
+    (see :func:`distdx.estimate.engine.resolve_parallel`)."""
+
+    mode: str = "train"
+    dtype: str = "bf16"
+    optimizer: str = "adamw"
+    zero_stage: int = 0
+    offload_optimizer: str = "none"
+    offload_params: str = "none"
+    zero_init: bool = True
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    dp: int = 1
+    gpus_per_node: int = 1
+    nodes: int = 1
+    micro_batch: int = 1
+    seq_len: int = 2048
+    checkpointing: str = "none"
+    flash_attention: bool = False
+    sequence_parallel: bool = False
+    buffer_factor: float = 1.5  # DeepSpeed's additional_buffer_factor for CPU memory
+    kv_dtype: str | None = None  # inference: dtype of the KV cache (default: 16-bit, or fp32 for fp32)
+
+    @property
+    def world_size(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def shard(self) -> int:
+        """The group ZeRO partitions model states over: data parallel x context parallel."""
+        return self.dp * self.cp
+
+    def with_changes(self, **changes: object) -> "Setup":
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "world_size": self.world_size}
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Bytes. ``model_states`` and ``activations`` map component -> bytes and both carry a ``total``;
+    ``per_gpu`` = model states + activations. ``per_node_cpu`` is host memory per node,
+    ``per_node_nvme`` what offload puts on each node's NVMe."""
+
+    model_states: Mapping[str, int]
+    activations: Mapping[str, int]
+    per_gpu: int
+    per_node_cpu: int
+    per_node_nvme: int = 0
+
+    def to_dict(self) -> dict:
+        return {"model_states": dict(self.model_states), "activations": dict(self.activations),
+                "total": self.per_gpu}
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A configuration that fits, the changes that lead to it, their assumed cost and its figures."""
+
+    changes: tuple[str, ...]
+    cost: float  # assumed extra step time, as a fraction (0.33 = a third slower); see costs.yaml
+    cost_reasons: tuple[str, ...]
+    setup: Setup
+    figures: Figures
+
+    def to_dict(self) -> dict:
+        return {"changes": list(self.changes), "cost": round(self.cost, 4), "cost_reasons": list(self.cost_reasons),
+                "setup": self.setup.to_dict(), "per_gpu": self.figures.to_dict(),
+                "per_node_cpu": self.figures.per_node_cpu, "per_node_nvme": self.figures.per_node_nvme}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The answer of :func:`distdx.estimate.estimate`. ``fits`` is None when no GPU memory was
+    stated or detected; ``suggestions`` is empty when it fits (or nothing in the search space fits,
+    then ``notes`` says so)."""
+
+    model: ModelShape
+    setup: Setup
+    figures: Figures
+    gpu_memory: int | None = None
+    gpu_memory_source: str | None = None  # "stated" | "detected: <GPU name>"
+    cpu_memory: int | None = None  # host memory per node, when stated
+    fits: bool | None = None
+    suggestions: tuple[Suggestion, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {
+            "inputs": {"model": self.model.to_dict(), "setup": self.setup.to_dict(),
+                       "gpu_memory": self.gpu_memory, "gpu_memory_source": self.gpu_memory_source,
+                       "cpu_memory": self.cpu_memory},
+            "per_gpu": self.figures.to_dict(),
+            "per_node_cpu": self.figures.per_node_cpu,
+            "per_node_nvme": self.figures.per_node_nvme,
+            "fits": self.fits,
+            "suggestions": [s.to_dict() for s in self.suggestions],
+            "notes": list(self.notes),
+        }

@@ -1,0 +1,166 @@
+"""Resolve and validate the parallel layout and options of a run, and compute its figures.
+
+Every rule that rejects a combination raises :class:`~distdx.errors.DistdxError` naming the
+options, their values and the remedy; the suggester uses :func:`problem` to skip the same
+combinations silently.
+"""
+
+from __future__ import annotations
+
+from distdx.errors import DistdxError
+from distdx.estimate import formulas
+from distdx.estimate.models import (CHECKPOINTING, INFER_DTYPES, MODES, OFFLOAD_DEVICES, OPTIMIZERS, TRAIN_DTYPES,
+                                    Figures, ModelShape, Setup)
+
+
+def _positive(name: str, value: int | None) -> None:
+    if value is not None and value < 1:
+        raise DistdxError("DX-ESTIMATE-004", f"{name} is {value}", why="parallel sizes and counts are at least 1",
+                          hint=f"give {name} a positive integer")
+
+
+def resolve_parallel(*, world_size: int | None = None, gpus_per_node: int | None = None, nodes: int | None = None,
+                     tp: int = 1, pp: int = 1, cp: int = 1, dp: int | None = None) -> dict[str, int]:
+    """Work out world size, GPUs per node, nodes and data-parallel size; tp * pp * cp * dp = world size.
+
+    The world size comes from ``world_size``, else ``gpus_per_node * nodes``, else ``tp*pp*cp*dp``
+    (dp defaults to 1) on one node."""
+    for name, value in (("--world-size", world_size), ("--gpus-per-node", gpus_per_node), ("--nodes", nodes),
+                        ("--tp", tp), ("--pp", pp), ("--cp", cp), ("--dp", dp)):
+        _positive(name, value)
+    model_parallel = tp * pp * cp
+    if world_size is None:
+        if gpus_per_node is None and nodes is None:
+            world_size = model_parallel * (dp or 1)
+            gpus_per_node, nodes = world_size, 1
+        else:
+            gpus_per_node = gpus_per_node or (model_parallel * (dp or 1) if nodes is None else 1)
+            nodes = nodes or 1
+            world_size = gpus_per_node * nodes
+    elif gpus_per_node is not None and nodes is not None:
+        if gpus_per_node * nodes != world_size:
+            raise DistdxError("DX-ESTIMATE-004", f"--world-size {world_size} is not --gpus-per-node {gpus_per_node} "
+                              f"x --nodes {nodes} = {gpus_per_node * nodes}",
+                              why="the world size is the number of GPUs in the job",
+                              hint="drop --world-size, or make the three agree")
+    elif nodes is not None:
+        if world_size % nodes:
+            raise DistdxError("DX-ESTIMATE-004", f"--world-size {world_size} does not split over --nodes {nodes}",
+                              why="every node runs the same number of GPUs",
+                              hint="give a world size that is a multiple of the number of nodes")
+        gpus_per_node = world_size // nodes
+    elif gpus_per_node is not None:
+        if world_size % gpus_per_node:
+            raise DistdxError("DX-ESTIMATE-004", f"--world-size {world_size} is not a multiple of "
+                              f"--gpus-per-node {gpus_per_node}", why="every node runs the same number of GPUs",
+                              hint="give a world size that is a multiple of --gpus-per-node")
+        nodes = world_size // gpus_per_node
+    else:
+        gpus_per_node, nodes = world_size, 1
+    if world_size % model_parallel:
+        raise DistdxError("DX-ESTIMATE-004", f"world size {world_size} is not divisible by tp x pp x cp = "
+                          f"{tp} x {pp} x {cp} = {model_parallel}",
+                          why="the GPUs are laid out as tp x pp x cp x dp; data parallel gets what is left",
+                          hint=f"use a world size that is a multiple of {model_parallel}, or smaller tp/pp/cp")
+    derived_dp = world_size // model_parallel
+    if dp is not None and dp != derived_dp:
+        raise DistdxError("DX-ESTIMATE-004", f"--dp {dp} does not match the world size: {world_size} GPUs / "
+                          f"(tp {tp} x pp {pp} x cp {cp}) = {derived_dp}",
+                          why="tp x pp x cp x dp must equal the world size",
+                          hint=f"drop --dp (it is derived: {derived_dp}) or change --world-size/--nodes")
+    return {"world_size": world_size, "gpus_per_node": gpus_per_node, "nodes": nodes, "dp": derived_dp}
+
+
+def problem(shape: ModelShape, setup: Setup) -> DistdxError | None:
+    """The first rule the combination breaks, or None."""
+    def err(message: str, why: str, hint: str) -> DistdxError:
+        return DistdxError("DX-ESTIMATE-005", message, why=why, hint=hint)
+
+    if setup.mode not in MODES:
+        return err(f"mode {setup.mode!r} is unknown", f"modes: {', '.join(MODES)}", "use train or infer")
+    dtypes = TRAIN_DTYPES if setup.mode == "train" else INFER_DTYPES
+    if setup.dtype not in dtypes:
+        return err(f"--dtype {setup.dtype} is not available for {setup.mode}", f"choose one of {', '.join(dtypes)}",
+                   "int8/int4 weights are for inference (--mode infer)")
+    if setup.kv_dtype is not None and setup.kv_dtype not in INFER_DTYPES:
+        return err(f"--kv-dtype {setup.kv_dtype} is unknown", f"choose one of {', '.join(INFER_DTYPES)}",
+                   "use bf16 or fp16")
+    if setup.optimizer not in OPTIMIZERS:
+        return err(f"--optimizer {setup.optimizer} is unknown", f"choose one of {', '.join(OPTIMIZERS)}",
+                   "use adamw for Adam-like optimizers")
+    if setup.checkpointing not in CHECKPOINTING:
+        return err(f"--checkpointing {setup.checkpointing} is unknown", f"choose one of {', '.join(CHECKPOINTING)}",
+                   "use none, selective or full")
+    for name, value in (("--offload-optimizer", setup.offload_optimizer), ("--offload-params", setup.offload_params)):
+        if value not in OFFLOAD_DEVICES:
+            return err(f"{name} {value} is unknown", f"choose one of {', '.join(OFFLOAD_DEVICES)}", "use cpu or nvme")
+    if setup.micro_batch < 1 or setup.seq_len < 1:
+        return DistdxError("DX-ESTIMATE-004", f"micro batch {setup.micro_batch} / sequence length {setup.seq_len}",
+                           why="both must be at least 1", hint="give --micro-batch and --seq-len positive integers")
+    if not 0 < setup.buffer_factor <= 100:
+        return DistdxError("DX-ESTIMATE-004", f"--buffer-factor {setup.buffer_factor} is out of range",
+                           why="it multiplies host memory (DeepSpeed's additional_buffer_factor, default 1.5)",
+                           hint="use a factor between 1 and a few")
+    if setup.zero_stage not in (0, 1, 2, 3):
+        return err(f"--zero {setup.zero_stage} is not a ZeRO stage", "ZeRO has stages 0 to 3", "use 0, 1, 2 or 3")
+    if setup.mode == "train":
+        if setup.offload_optimizer != "none" and setup.zero_stage == 0:
+            return err(f"--offload-optimizer {setup.offload_optimizer} needs ZeRO",
+                       "DeepSpeed offloads the optimizer with ZeRO stages 1, 2 and 3 only",
+                       "add --zero 2 (or 1, 3)")
+        if setup.offload_params != "none" and setup.zero_stage != 3:
+            return err(f"--offload-params {setup.offload_params} needs ZeRO stage 3",
+                       "DeepSpeed's offload_param is valid only with stage 3 (it offloads partitioned weights)",
+                       "use --zero 3, or offload the optimizer only")
+        if setup.offload_params != "none" and setup.offload_optimizer == "none":
+            return err("--offload-params without --offload-optimizer",
+                       "DeepSpeed's estimators (and ZeRO-Infinity's usual set-up) offload the optimizer whenever "
+                       "they offload the weights; weights on the host with the optimizer on the GPU has no "
+                       "accounting here", "add --offload-optimizer cpu (or nvme)")
+        if "nvme" in (setup.offload_optimizer, setup.offload_params) and setup.zero_stage != 3:
+            return err("NVMe offload needs ZeRO stage 3",
+                       "only ZeRO-3 (ZeRO-Infinity) swaps optimizer states to NVMe; at stages 1 and 2 DeepSpeed "
+                       "keeps them in host memory", "use --zero 3, or --offload-optimizer cpu")
+        if setup.pp > 1 and setup.zero_stage >= 2:
+            return err(f"ZeRO stage {setup.zero_stage} with pipeline parallelism (--pp {setup.pp})",
+                       "DeepSpeed's PipelineEngine asserts: ZeRO-2 and ZeRO-3 are incompatible with pipeline "
+                       "parallelism", "use --zero 1 with --pp, or drop pipeline parallelism")
+    if setup.sequence_parallel and setup.tp == 1:
+        return err("--sequence-parallel with --tp 1", "Megatron's sequence parallelism splits the tensor-parallel "
+                   "group's LayerNorm and dropout work; without tensor parallelism there is nothing to split",
+                   "add --tp 2 or more, or drop --sequence-parallel")
+    if shape.heads % setup.tp:
+        return DistdxError("DX-ESTIMATE-004", f"--tp {setup.tp} does not divide the {shape.heads} attention heads",
+                           why="tensor parallelism gives each rank a whole number of heads",
+                           hint="use a tensor-parallel size that divides the number of heads")
+    if shape.layers % setup.pp:
+        return DistdxError("DX-ESTIMATE-004", f"--pp {setup.pp} does not divide the {shape.layers} layers",
+                           why="each pipeline stage holds the same number of layers",
+                           hint="use a pipeline-parallel size that divides the number of layers")
+    if setup.seq_len % setup.cp:
+        return DistdxError("DX-ESTIMATE-004", f"--cp {setup.cp} does not divide --seq-len {setup.seq_len}",
+                           why="context parallelism gives each rank an equal slice of the sequence",
+                           hint="use a sequence length that is a multiple of the context-parallel size")
+    if setup.tp * setup.pp * setup.cp * setup.dp != setup.world_size:
+        return DistdxError("DX-ESTIMATE-004", f"tp {setup.tp} x pp {setup.pp} x cp {setup.cp} x dp {setup.dp} is "
+                           f"not the world size {setup.world_size}", why="every GPU belongs to one of each group",
+                           hint="let distdx derive dp (see resolve_parallel)")
+    return None
+
+
+def validate(shape: ModelShape, setup: Setup) -> None:
+    e = problem(shape, setup)
+    if e is not None:
+        raise e
+
+
+def figures(shape: ModelShape, setup: Setup) -> Figures:
+    """Per-GPU and per-node figures of a valid combination."""
+    if setup.mode == "infer":
+        weights, acts, cpu = formulas.inference(shape, setup)
+        return Figures(model_states=weights, activations=acts, per_gpu=weights["total"] + acts["total"],
+                       per_node_cpu=cpu)
+    states = formulas.model_states(shape, setup)
+    acts = formulas.activations(shape, setup)
+    return Figures(model_states=states.gpu, activations=acts, per_gpu=int(states.gpu["total"]) + acts["total"],
+                   per_node_cpu=states.cpu, per_node_nvme=states.nvme)

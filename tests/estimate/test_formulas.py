@@ -1,0 +1,214 @@
+"""Every formula of distdx.estimate.formulas against a hand computation or a published figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from distdx.estimate import Setup, shape_from_config
+from distdx.estimate.formulas import activation_bytes_per_layer, activations, inference, model_states, \
+    optimizer_state_bytes
+from distdx.estimate.models import ModelShape
+
+CONFIGS = Path(__file__).parent / "configs"
+PSI = 7_000_000_000
+
+
+def shape(**kw) -> ModelShape:
+    base = dict(params=PSI, layers=32, hidden=4096, heads=32, kv_heads=32, head_dim=128, ffn=11008, vocab=32000,
+                largest_layer_params=131_072_000, source="test")
+    return ModelShape(**{**base, **kw})
+
+
+def states(**kw):
+    return model_states(shape(), Setup(**kw))
+
+
+# --- model states -------------------------------------------------------------------------------
+
+def test_published_7b_bf16_adam_needs_16_bytes_per_param_112_gb() -> None:
+    """ZeRO paper, section 3.1: mixed-precision Adam keeps 2+2+12 = 16 bytes per parameter;
+    7B parameters -> 112 GB of model states without ZeRO."""
+    s = states(dtype="bf16", optimizer="adam", zero_stage=0)
+    assert s.gpu["total"] == 16 * PSI == 112_000_000_000
+    assert (s.gpu["params"], s.gpu["gradients"], s.gpu["master_weights"], s.gpu["optimizer_states"]) == \
+        (2 * PSI, 2 * PSI, 4 * PSI, 8 * PSI)
+
+
+def test_zero_paper_figure_1_baseline() -> None:
+    """ZeRO paper, figure 1: Psi = 7.5B, K = 12, N_d = 64: the data-parallel baseline holds 120 GB per GPU."""
+    s = model_states(shape(params=7_500_000_000), Setup(zero_stage=0, dp=64, gpus_per_node=8, nodes=8))
+    assert s.gpu["total"] == 120_000_000_000
+
+
+def test_zero1_adds_deepspeeds_fp32_gradient_partition_to_the_paper() -> None:
+    """The paper's P_os is 2Psi + 2Psi + 12Psi/N (31.4 GB in figure 1); DeepSpeed's ZeRO optimizer also
+    keeps a 4-byte fp32 gradient partition, which distdx counts as its ZeRO-2/3 estimators do."""
+    psi, n = 7_500_000_000, 64
+    s = model_states(shape(params=psi), Setup(zero_stage=1, dp=n, gpus_per_node=8, nodes=8))
+    paper = 4 * psi + 12 * psi / n
+    assert s.gpu["total"] == int(paper + 4 * psi / n)
+    assert round(paper / 1e9, 1) == 31.4
+
+
+def test_zero1_and_2_with_optimizer_offload_keep_weights_on_the_gpu() -> None:
+    one = states(zero_stage=1, dp=8, gpus_per_node=8, offload_optimizer="cpu")
+    assert one.gpu["total"] == (2 + 2) * PSI  # stage 1 keeps the whole 16-bit gradients
+    assert one.cpu == int(PSI * max(4 * 8, 16) * 1.5)
+    two = states(zero_stage=2, dp=8, gpus_per_node=8, offload_optimizer="cpu")
+    assert two.gpu["total"] == 2 * PSI and two.cpu == one.cpu
+    sgd = states(zero_stage=2, dp=2, gpus_per_node=2, offload_optimizer="cpu", optimizer="sgd")
+    assert sgd.cpu == int(PSI * max(4 * 2, 8) * 1.5)  # fp32 weights + fp32 grads, no states
+
+
+def test_host_memory_without_offload_is_one_fp32_copy_per_process() -> None:
+    assert states(zero_stage=0, gpus_per_node=4, dp=4).cpu == int(PSI * 4 * 4 * 1.5)
+    assert states(zero_stage=2, gpus_per_node=4, dp=4, buffer_factor=1.0).cpu == PSI * 4 * 4
+
+
+def test_zero2_and_3_breakdowns_sum_to_the_total() -> None:
+    s2 = states(zero_stage=2, dp=8, gpus_per_node=8)
+    assert s2.gpu["total"] == 2 * PSI + int(18 * PSI / 8)
+    assert abs(sum(v for k, v in s2.gpu.items() if k != "total") - s2.gpu["total"]) <= 5
+    s3 = states(zero_stage=3, dp=8, gpus_per_node=8)
+    assert s3.gpu["total"] == 4 * 131_072_000 + int(18 * PSI / 8)
+    assert abs(sum(v for k, v in s3.gpu.items() if k != "total") - s3.gpu["total"]) <= 5
+
+
+def test_fp32_training_has_no_master_copy() -> None:
+    s0 = states(dtype="fp32", zero_stage=0)
+    assert s0.gpu["total"] == (4 + 4 + 8) * PSI and s0.gpu["master_weights"] == 0
+    s2 = states(dtype="fp32", zero_stage=2, dp=4, gpus_per_node=4)
+    assert s2.gpu["total"] == 4 * PSI + int((4 + 8) * PSI / 4)
+    s3 = states(dtype="fp32", zero_stage=3, dp=4, gpus_per_node=4)
+    assert s3.gpu["total"] == 4 * 131_072_000 + int((4 + 4 + 8) * PSI / 4)
+    both = states(dtype="fp32", zero_stage=3, dp=4, gpus_per_node=4, offload_optimizer="cpu", offload_params="cpu")
+    assert both.cpu == int(PSI * 16 * 1 * 1.5)
+
+
+@pytest.mark.parametrize("optimizer,bytes_", [("adam", 8), ("adamw", 8), ("adam8bit", 2), ("sgd", 0),
+                                              ("sgd-momentum", 4)])
+def test_optimizer_state_bytes(optimizer: str, bytes_: int) -> None:
+    assert optimizer_state_bytes(optimizer, shape()) == bytes_
+    assert states(optimizer=optimizer, zero_stage=0).gpu["optimizer_states"] == bytes_ * PSI
+
+
+def test_adafactor_keeps_factored_statistics_only() -> None:
+    assert optimizer_state_bytes("adafactor", shape()) == pytest.approx(4 * (1 / 4096 + 1 / 11008))
+    assert states(optimizer="adafactor").gpu["total"] < 8.01 * PSI
+
+
+def test_tensor_and_pipeline_parallel_split_the_states() -> None:
+    whole = states(zero_stage=0)
+    split = states(zero_stage=0, tp=2, pp=2, gpus_per_node=4)
+    assert split.gpu["total"] == whole.gpu["total"] // 4
+
+
+def test_context_parallel_joins_the_zero_shard() -> None:
+    s = states(zero_stage=2, cp=2, dp=4, gpus_per_node=8)
+    assert s.gpu["total"] == 2 * PSI + int(18 * PSI / 8)
+
+
+def test_nvme_offload_moves_host_states_to_the_drives() -> None:
+    cpu = states(zero_stage=3, dp=8, gpus_per_node=8, offload_optimizer="cpu", offload_params="cpu")
+    nvme = states(zero_stage=3, dp=8, gpus_per_node=8, offload_optimizer="nvme", offload_params="nvme")
+    assert nvme.gpu == cpu.gpu
+    assert nvme.nvme == cpu.cpu
+    assert nvme.cpu == int(131_072_000 * 4 * 8 * 1.5)
+
+
+# --- activations (Korthikanti et al. 2022) ------------------------------------------------------
+
+S, H, A = 2048, 4096, 32
+SBH = S * 1 * H
+
+
+def per_layer(**kw) -> float:
+    r = activation_bytes_per_layer(shape(), Setup(seq_len=S, micro_batch=1, **kw))
+    return r["stored"] + r["attention_scores"]
+
+
+def test_activation_formula_without_parallelism() -> None:
+    assert per_layer() == SBH * (34 + 5 * A * S / H)  # 956,301,312 bytes
+
+
+def test_activation_formula_with_tensor_parallelism() -> None:
+    assert per_layer(tp=8, gpus_per_node=8) == pytest.approx(SBH * (10 + 24 / 8 + 5 * A * S / (H * 8)))
+
+
+def test_activation_formula_with_sequence_parallelism() -> None:
+    assert per_layer(tp=8, gpus_per_node=8, sequence_parallel=True) == pytest.approx(SBH / 8 * (34 + 5 * A * S / H))
+
+
+def test_selective_recompute_and_flash_attention_drop_the_attention_term() -> None:
+    assert per_layer(checkpointing="selective") == SBH * 34
+    assert per_layer(flash_attention=True) == SBH * 34
+    assert per_layer(tp=8, gpus_per_node=8, sequence_parallel=True, checkpointing="selective") == SBH * 34 / 8
+
+
+def test_full_recompute_keeps_the_layer_input() -> None:
+    assert per_layer(checkpointing="full") == 2 * SBH
+    assert per_layer(checkpointing="full", tp=8, gpus_per_node=8, sequence_parallel=True) == 2 * SBH / 8
+    acts = activations(shape(), Setup(seq_len=S, checkpointing="full"))
+    assert acts["layers"] == 32 * 2 * SBH
+    assert acts["recompute_layer"] == SBH * (34 + 5 * A * S / H)
+
+
+def test_context_parallel_splits_the_sequence_and_fp32_doubles() -> None:
+    assert per_layer(cp=2, gpus_per_node=2) == (S // 2) * H * (34 + 5 * A * (S // 2) / H)
+    assert per_layer(dtype="fp32") == 2 * per_layer()
+
+
+def test_pipeline_first_stage_holds_all_layers_worth() -> None:
+    one = activations(shape(), Setup(seq_len=S))
+    four = activations(shape(), Setup(seq_len=S, pp=4, gpus_per_node=4))
+    assert one["layers"] == four["layers"] == 32 * SBH * (34 + 5 * A * S / H)
+    assert one["embedding_output"] == SBH * 1 + 4 * SBH * (1 + 32000 / H)
+    assert four["embedding_output"] == SBH * 4
+    assert one["total"] == one["layers"] + one["embedding_output"]
+
+
+def test_micro_batch_scales_activations_linearly() -> None:
+    one = activations(shape(), Setup(seq_len=S, micro_batch=1))
+    eight = activations(shape(), Setup(seq_len=S, micro_batch=8))
+    assert eight["layers"] == 8 * one["layers"]
+
+
+# --- inference ----------------------------------------------------------------------------------
+
+def test_llama2_7b_kv_cache_is_half_a_mebibyte_per_token() -> None:
+    """2 (K and V) x 32 layers x 32 heads x 128 dims x 2 bytes = 524,288 bytes per token."""
+    llama = shape_from_config(CONFIGS / "llama-2-7b.json")
+    weights, acts, _ = inference(llama, Setup(mode="infer", dtype="bf16", seq_len=4096, micro_batch=1))
+    assert acts["kv_cache"] == 4096 * 524_288 == 2 * 2**30
+    assert weights["total"] == 2 * 6_738_415_616
+
+
+def test_grouped_query_attention_shrinks_the_cache_and_tp_splits_it() -> None:
+    mistral = shape_from_config(CONFIGS / "mistral-7b.json")
+    _, acts, _ = inference(mistral, Setup(mode="infer", seq_len=4096))
+    assert acts["kv_cache"] == 2 * 32 * 8 * 128 * 4096 * 2
+    _, tp2, _ = inference(mistral, Setup(mode="infer", seq_len=4096, tp=2, gpus_per_node=2))
+    assert tp2["kv_cache"] == acts["kv_cache"] // 2
+    _, tp16, _ = inference(mistral, Setup(mode="infer", seq_len=4096, tp=16, gpus_per_node=16))
+    assert tp16["kv_cache"] == 2 * 32 * 1 * 128 * 4096 * 2  # a kv head per rank at least
+
+
+def test_inference_host_memory_is_each_process_shard() -> None:
+    llama = shape_from_config(CONFIGS / "llama-2-7b.json")
+    _, _, cpu = inference(llama, Setup(mode="infer", tp=4, gpus_per_node=4))
+    assert cpu == int(6_738_415_616 * 2 / 4 * 4)
+
+
+def test_inference_weight_dtypes_and_workspace() -> None:
+    llama = shape_from_config(CONFIGS / "llama-2-7b.json")
+    int4, _, _ = inference(llama, Setup(mode="infer", dtype="int4"))
+    assert int4["total"] == int(6_738_415_616 * 0.5)
+    _, no_flash, _ = inference(llama, Setup(mode="infer", seq_len=4096))
+    _, flash, _ = inference(llama, Setup(mode="infer", seq_len=4096, flash_attention=True))
+    b, s = 1, 4096
+    assert flash["workspace"] == max(b * s * (2 * 4096 + 2 * 11008) * 2, b * s * 32000 * 4)
+    assert no_flash["workspace"] == b * s * (2 * 4096 + 2 * 11008) * 2 + 32 * s * s * 2
+    _, kv8, _ = inference(llama, Setup(mode="infer", seq_len=4096, kv_dtype="int8"))
+    assert kv8["kv_cache"] == 2**30

@@ -4,10 +4,14 @@ combined into ranked hypotheses per dimension.
 How a score comes about, per dimension (stage, symptom, root cause, fix pattern):
 
 1. Every signature rule that fires contributes its weighted taxonomy targets, scaled by the
-   rule's own weight and by *where* it fired: on the first failure (1.0), on the same rank
-   (0.8), on another rank (0.6), or on a line that is a consequence of the first failure or a
-   rule marked ``cascade`` (0.3). Each rule counts once, at its strongest hit.
-2. The text model votes with the labels of the nearest known issues, weighted by similarity.
+   rule's own weight and by *where* it fired: the line that names the first failure (1.0), the
+   rest of its block (0.6), the same rank (0.7), another rank (0.5), or a line that is a
+   consequence of the first failure or a rule marked ``cascade`` (0.25, and 0.3 times that once a
+   rule explains the first failure itself). Each rule counts once, at its strongest hit, and
+   rules are taken strongest first with a decay, so many weak signatures cannot outvote one
+   strong one.
+2. The text model votes with the labels of the nearest known issues and of the rules read as
+   labelled documents (nearest neighbours and naive Bayes), over the lines that are not cascade.
 3. The study's shares are the prior.
 
 The three distributions are mixed with weights that grow with the amount of evidence, so that
@@ -27,7 +31,7 @@ from dataclasses import dataclass
 from typing import BinaryIO, Sequence
 
 from distdx.diagnose.models import Diagnosis, Evidence, Fix, Hypothesis, SimilarIssue
-from distdx.diagnose.textmodel import NEIGHBOURS, RULE_DOC_PREFIX, Neighbour, TextModel, default_model, tokens, vote
+from distdx.diagnose.textmodel import NEIGHBOURS, RULE_DOC_PREFIX, TAXONOMY_DOC_PREFIX, Neighbour, TextModel, default_model, tokens, vote
 from distdx.knowledge.rules import Rule, load_rules
 from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN, taxonomy
 from distdx.logs.models import LogLine, ParsedLog
@@ -252,7 +256,7 @@ def diagnose(
     exact = [nb for nb in candidates if _jaccard(query_words, _unigrams(nb.issue.text)) >= EXACT_JACCARD]
     exact_ids = frozenset(nb.issue.id for nb in exact)
     neighbours: list[Neighbour] = [nb for nb in candidates if nb.issue.id not in exact_ids][:NEIGHBOURS]
-    known = [nb for nb in neighbours if not nb.issue.id.startswith(RULE_DOC_PREFIX)]
+    known = [nb for nb in neighbours if not nb.issue.id.startswith((RULE_DOC_PREFIX, TAXONOMY_DOC_PREFIX))]
     top_similarity = neighbours[0].similarity if neighbours else 0.0
 
     w_rule = 1 - math.exp(-total_strength / RULE_SATURATION)

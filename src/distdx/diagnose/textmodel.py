@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from distdx.knowledge.known_issues import KnownIssue, load_known_issues
 from distdx.knowledge.rules import Rule, load_rules
-from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN
+from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN, taxonomy
 
 _TOKEN = re.compile(r"[a-z][a-z0-9_]+|\d+(?:\.\d+)+")
 _NOISE = re.compile(r"(?:/[\w.\-]+){2,}/?|0x[0-9a-f]+|\b[0-9a-f]{12,}\b", re.I)
@@ -172,9 +172,27 @@ def rule_documents(rules: tuple[Rule, ...]) -> tuple[KnownIssue, ...]:
     return tuple(docs)
 
 
+TAXONOMY_DOC_PREFIX = "taxonomy:"
+
+
+def taxonomy_documents() -> tuple[KnownIssue, ...]:
+    """Each symptom's and root cause's name and meaning as a labelled pseudo-document: the words
+    of the study's own definitions (e.g. "inference", "launcher", "checkpoint") for every node."""
+    tax = taxonomy()
+    docs = []
+    for node in tax.nodes.values():
+        if node.dimension not in ("symptom", "root_cause"):
+            continue
+        labels = {"stage": node.stage or UNKNOWN, "symptom": UNKNOWN, "root_cause": UNKNOWN, "fix_pattern": UNKNOWN}
+        labels[node.dimension] = node.id
+        docs.append(KnownIssue(id=TAXONOMY_DOC_PREFIX + node.id, url="", framework="", title=node.name,
+                               summary=node.meaning or "", errors="", labels=labels, source="taxonomy.yaml"))
+    return tuple(docs)
+
+
 @lru_cache(maxsize=1)
 def default_model() -> TextModel:
-    return TextModel(load_known_issues() + rule_documents(load_rules()))
+    return TextModel(load_known_issues() + rule_documents(load_rules()) + taxonomy_documents())
 
 
 __all__ = ["DIMENSIONS", "Neighbour", "TextModel", "default_model", "tokens", "vote"]

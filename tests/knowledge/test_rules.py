@@ -42,3 +42,15 @@ def test_every_node_reachable_by_two_rules(dimension):
         reach.update(targets.keys())
     missing = {i: reach[i] for i in taxonomy().ids(dimension) if reach[i] < 2}
     assert not missing, f"{dimension}s reached by fewer than two rules: {missing}"
+
+
+_UNBOUNDED_START = ("\\S+", "\\w+", "\\d+", ".*", ".+", "[^")
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_patterns_do_not_start_with_an_unbounded_run(rule):
+    # re.search retries a leading `\S+` at every offset: quadratic on the 16 KB lines logs keep.
+    # Anchor on the fixed text instead (`\b\w{1,64}Error`, or drop the leading run).
+    for pattern in rule.patterns:
+        text = pattern.pattern.removeprefix("(?i)")
+        assert not text.startswith(_UNBOUNDED_START), f"{rule.code}: {pattern.pattern!r}"

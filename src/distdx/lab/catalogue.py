@@ -1,0 +1,225 @@
+"""The scenario catalogue: ``scenarios.yaml`` loaded into typed, validated :class:`Scenario` records.
+
+A scenario is data: which program to run under torchrun, with how many ranks, which launcher
+arguments and environment, what must happen (a non-zero exit and log lines that prove the fault
+fired), the taxonomy labels of the failure it reproduces, and what a correct diagnosis says.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+import yaml
+
+from distdx.errors import DistdxError
+from distdx.knowledge.taxonomy import DIMENSIONS, taxonomy
+
+CATALOGUE_VERSION = 1
+NAME_RE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+# Fixtures a scenario can ask the runner to prepare around the launch.
+SETUPS = ("none", "occupy-master-port")
+# Placeholders the runner fills in launcher arguments.
+PLACEHOLDERS = ("{port}",)
+MIN_WORLD, MAX_WORLD = 2, 4
+MAX_TIMEOUT_S = 120
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One fault-injection scenario: a small real program and the failure it must produce."""
+
+    name: str
+    """Stable, kebab-case: what `distdx lab run NAME` takes."""
+    title: str
+    program: str
+    """File name under ``distdx/lab/scenarios/``; a plain torch.distributed script, no distdx inside."""
+    labels: dict[str, str]
+    """stage, symptom, root_cause, fix_pattern: taxonomy IDs, as the study would label this failure."""
+    world_size: int
+    timeout_s: float
+    """Bound on the whole launch; the program's own collective timeout (``LAB_TIMEOUT_S``) is shorter."""
+    expect_log: tuple[str, ...]
+    """Regexes that must all occur in the combined log: they prove the fault fired as designed."""
+    diagnosis: str
+    """What a correct diagnosis of this run must say."""
+    fix: tuple[str, ...]
+    launcher_args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    setup: str = "none"
+    fault: str = ""
+    """Where and when the fault is injected, for people."""
+    fault_rank: int | None = None
+    """The rank that deviates (skips, stalls, dies, differs), when one does: what a detector must name."""
+    fault_step: int | None = None
+    """The training step (0-based) at which the fault fires, when there is a step loop."""
+
+    @property
+    def symptom(self) -> str:
+        return self.labels["symptom"]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "stage": self.labels["stage"],
+            "symptom": self.labels["symptom"],
+            "root_cause": self.labels["root_cause"],
+            "fix_pattern": self.labels["fix_pattern"],
+            "world_size": self.world_size,
+            "timeout_s": self.timeout_s,
+            "program": self.program,
+            "launcher_args": list(self.launcher_args),
+            "env": dict(self.env),
+            "setup": self.setup,
+            "fault": self.fault,
+            "fault_rank": self.fault_rank,
+            "fault_step": self.fault_step,
+            "expect_log": list(self.expect_log),
+            "diagnosis": self.diagnosis,
+            "fix": list(self.fix),
+        }
+
+
+def scenario_from_dict(data: dict[str, object], programs: set[str] | None = None) -> Scenario:
+    """The inverse of :meth:`Scenario.to_dict` (validated like the catalogue)."""
+    spec = dict(data)
+    spec["labels"] = {dim: spec.pop(dim, None) for dim in DIMENSIONS}
+    return _parse_scenario(spec, programs if programs is not None else _programs())
+
+
+def _fail(name: str, what: str) -> DistdxError:
+    return DistdxError(
+        "DX-LAB-001",
+        f"invalid lab scenario {name or '?'}: {what}",
+        why="the scenario catalogue is validated when loaded so that a broken scenario never runs half-set-up",
+        hint="fix src/distdx/lab/scenarios.yaml and run `pytest tests/lab -m 'not slow'`",
+        exit_code=3,
+    )
+
+
+def _strings(name: str, value: object, key: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) for v in value):
+        raise _fail(name, f"{key} must be a list of strings")
+    return tuple(str(v) for v in value)
+
+
+def _labels(name: str, raw: object) -> dict[str, str]:
+    if not isinstance(raw, dict):
+        raise _fail(name, "labels must map stage/symptom/root_cause/fix_pattern to taxonomy IDs")
+    tax = taxonomy()
+    labels: dict[str, str] = {}
+    for dim in DIMENSIONS:
+        node_id = str(raw.get(dim, ""))
+        if node_id not in tax or tax.nodes[node_id].dimension != dim:
+            raise _fail(name, f"labels.{dim} is {node_id!r}, which is not a {dim} ID of the taxonomy")
+        labels[dim] = node_id
+    for dim in ("symptom", "root_cause"):
+        if tax.nodes[labels[dim]].stage != labels["stage"]:
+            raise _fail(name, f"labels.{dim} {labels[dim]} is not under stage {labels['stage']}")
+    return labels
+
+
+def _parse_scenario(spec: object, programs: set[str]) -> Scenario:
+    if not isinstance(spec, dict):
+        raise _fail("", "each scenario is a mapping")
+    name = str(spec.get("name", ""))
+    if not NAME_RE.match(name):
+        raise _fail(name, "name must be kebab-case, e.g. collective-shape-mismatch")
+    for key in ("title", "program", "labels", "world_size", "timeout_s", "expect_log", "diagnosis", "fix"):
+        if spec.get(key) in (None, "", []):
+            raise _fail(name, f"missing {key}")
+    program = str(spec["program"])
+    if program not in programs:
+        raise _fail(name, f"program {program!r} is not a file in distdx/lab/scenarios/")
+    world = spec["world_size"]
+    if not isinstance(world, int) or not MIN_WORLD <= world <= MAX_WORLD:
+        raise _fail(name, f"world_size must be an integer from {MIN_WORLD} to {MAX_WORLD}")
+    timeout = spec["timeout_s"]
+    if not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT_S:
+        raise _fail(name, f"timeout_s must be in (0, {MAX_TIMEOUT_S}]")
+    setup = str(spec.get("setup", "none"))
+    if setup not in SETUPS:
+        raise _fail(name, f"setup must be one of {SETUPS}")
+    env = spec.get("env") or {}
+    if not isinstance(env, dict):
+        raise _fail(name, "env must be a mapping of variable names to values")
+    expect = _strings(name, spec["expect_log"], "expect_log")
+    for pattern in expect:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise _fail(name, f"expect_log regex {pattern!r} does not compile: {e}") from None
+    fault_rank, fault_step = spec.get("fault_rank"), spec.get("fault_step")
+    if fault_rank is not None and (not isinstance(fault_rank, int) or not 0 <= fault_rank < world):
+        raise _fail(name, f"fault_rank must be a rank of the job (0..{world - 1})")
+    if fault_step is not None and (not isinstance(fault_step, int) or fault_step < 0):
+        raise _fail(name, "fault_step must be a step number >= 0")
+    fix = spec["fix"]
+    return Scenario(
+        name=name,
+        title=str(spec["title"]),
+        program=program,
+        labels=_labels(name, spec["labels"]),
+        world_size=world,
+        timeout_s=float(timeout),
+        expect_log=expect,
+        diagnosis=" ".join(str(spec["diagnosis"]).split()),
+        fix=tuple(str(s).strip() for s in (fix if isinstance(fix, list) else [fix])),
+        launcher_args=_strings(name, spec.get("launcher_args"), "launcher_args"),
+        env={str(k): str(v) for k, v in env.items()},
+        setup=setup,
+        fault=" ".join(str(spec.get("fault", "")).split()),
+        fault_rank=fault_rank,
+        fault_step=fault_step,
+    )
+
+
+def program_path(scenario: Scenario) -> str:
+    """The absolute path of a scenario's program, ready to hand to torchrun."""
+    return str(resources.files("distdx.lab").joinpath("scenarios", scenario.program))
+
+
+def parse_catalogue(text: str, programs: set[str]) -> tuple[Scenario, ...]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise _fail("", f"scenarios.yaml does not parse: {e}") from None
+    if not isinstance(data, dict) or data.get("version") != CATALOGUE_VERSION or not isinstance(data.get("scenarios"), list):
+        raise _fail("", f"the catalogue is a mapping with `version: {CATALOGUE_VERSION}` and a list `scenarios`")
+    scenarios = tuple(_parse_scenario(spec, programs) for spec in data["scenarios"])
+    seen: set[str] = set()
+    for s in scenarios:
+        if s.name in seen:
+            raise _fail(s.name, "name used twice")
+        seen.add(s.name)
+    return scenarios
+
+
+def _programs() -> set[str]:
+    folder = resources.files("distdx.lab").joinpath("scenarios")
+    return {e.name for e in folder.iterdir() if e.name.endswith(".py") and not e.name.startswith("_")}
+
+
+@lru_cache(maxsize=1)
+def load_scenarios() -> tuple[Scenario, ...]:
+    """The bundled catalogue, in file order."""
+    text = resources.files("distdx.lab").joinpath("scenarios.yaml").read_text(encoding="utf-8")
+    return parse_catalogue(text, _programs())
+
+
+def get_scenario(name: str) -> Scenario:
+    scenarios = load_scenarios()
+    for s in scenarios:
+        if s.name == name:
+            return s
+    raise DistdxError(
+        "DX-LAB-002",
+        f"no lab scenario named {name!r}",
+        why="`distdx lab run` takes one of the names in the catalogue",
+        hint="run `distdx lab list` to see them; known: " + ", ".join(s.name for s in scenarios),
+    )

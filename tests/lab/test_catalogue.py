@@ -1,0 +1,153 @@
+"""The scenario catalogue: valid labels, existing plain programs, bounds; and its validation of bad data."""
+
+import json
+from importlib import resources
+
+import pytest
+
+from distdx.cli import main
+from distdx.errors import DistdxError
+from distdx.knowledge.taxonomy import taxonomy
+from distdx.lab import get_scenario, load_scenarios, run_scenario
+from distdx.lab.catalogue import MAX_TIMEOUT_S, parse_catalogue, scenario_from_dict
+
+SCENARIOS = load_scenarios()
+# the failures issue 4 asks the lab to reproduce, each by its own scenario
+REQUIRED = {
+    "collective-shape-mismatch", "rank-skips-collective", "rank-dependent-model", "uneven-batches",
+    "nan-at-step", "loss-scale-overflow", "master-port-in-use", "unreachable-master-addr",
+    "world-size-too-large", "rank-killed", "memory-exhaustion", "checkpoint-shard-missing",
+    "module-missing-on-one-rank", "bad-deepspeed-config",
+}
+
+GOOD = """
+version: 1
+scenarios:
+  - name: demo
+    title: t
+    program: healthy_ddp.py
+    labels: {stage: S4, symptom: "4.6", root_cause: R4.6, fix_pattern: F6}
+    world_size: 2
+    timeout_s: 30
+    expect_log: ["x"]
+    diagnosis: d
+    fix: [f]
+"""
+
+
+def test_catalogue_has_every_required_scenario():
+    names = {s.name for s in SCENARIOS}
+    assert REQUIRED <= names
+    assert len(SCENARIOS) >= 14
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_scenario_labels_are_taxonomy_ids_and_consistent(scenario):
+    tax = taxonomy()
+    for dim, node_id in scenario.labels.items():
+        assert tax.get(node_id).dimension == dim
+    assert tax.nodes[scenario.symptom].stage == scenario.labels["stage"]
+    assert tax.nodes[scenario.labels["root_cause"]].stage == scenario.labels["stage"]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_scenario_program_is_plain_and_bounded(scenario):
+    program = resources.files("distdx.lab").joinpath("scenarios", scenario.program)
+    source = program.read_text(encoding="utf-8")
+    compile(source, scenario.program, "exec")
+    assert "distdx" not in source, "scenario programs must not use distdx (the guard must catch them unmodified)"
+    assert 2 <= scenario.world_size <= 4
+    assert 0 < scenario.timeout_s <= 90, "keep each scenario short: all of them run in CI"
+    assert scenario.expect_log and scenario.diagnosis and scenario.fix
+    if "init_process_group" in source:
+        # a hang must end at the program's own collective timeout, well inside the launch bound
+        assert "LAB_TIMEOUT_S" in source
+        assert float(scenario.env.get("LAB_TIMEOUT_S", 30)) * 3 < scenario.timeout_s
+
+
+def test_list_json_contract(capsys):
+    assert main(["lab", "list", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = {row["name"]: row for row in data["scenarios"]}
+    assert set(rows) == {s.name for s in SCENARIOS}
+    for row in rows.values():
+        for key in ("name", "title", "symptom", "root_cause", "fix_pattern", "world_size", "timeout_s"):
+            assert row[key] not in (None, "")
+    assert rows["rank-killed"]["symptom"] == "4.8"
+
+
+def test_list_text(capsys):
+    assert main(["lab", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "collective-shape-mismatch" in out and "4.6" in out
+
+
+def test_parse_accepts_a_minimal_scenario():
+    (s,) = parse_catalogue(GOOD, {"healthy_ddp.py"})
+    assert s.name == "demo" and s.labels["stage"] == "S4" and s.setup == "none"
+
+
+@pytest.mark.parametrize(
+    "broken, what",
+    [
+        ("version: 2\nscenarios: []", "version: 1"),
+        ("scenarios: [oops", "does not parse"),
+        (GOOD.replace('"4.6"', '"4.99"'), "not a symptom ID"),
+        (GOOD.replace("R4.6", "R2.1"), "not under stage S4"),
+        (GOOD.replace("healthy_ddp.py", "nope.py"), "is not a file"),
+        (GOOD.replace("world_size: 2", "world_size: 16"), "world_size"),
+        (GOOD.replace("timeout_s: 30", f"timeout_s: {MAX_TIMEOUT_S + 1}"), "timeout_s"),
+        (GOOD.replace("name: demo", "name: Demo_1"), "kebab-case"),
+        (GOOD.replace('expect_log: ["x"]', 'expect_log: ["("]'), "does not compile"),
+        (GOOD.replace("    diagnosis: d\n", ""), "missing diagnosis"),
+        (GOOD + GOOD.split("scenarios:\n")[1], "used twice"),
+        (GOOD + "    fault_rank: 2\n", "fault_rank"),
+        (GOOD + "    fault_step: -1\n", "fault_step"),
+    ],
+)
+def test_parse_rejects_bad_catalogues(broken, what):
+    with pytest.raises(DistdxError) as e:
+        parse_catalogue(broken, {"healthy_ddp.py"})
+    assert e.value.code == "DX-LAB-001"
+    assert what in e.value.message
+
+
+def test_unknown_scenario_is_a_clear_error(capsys):
+    with pytest.raises(DistdxError) as e:
+        get_scenario("no-such-thing")
+    assert e.value.code == "DX-LAB-002" and "distdx lab list" in e.value.hint
+    assert main(["lab", "run", "no-such-thing"]) == 2
+    assert "error[DX-LAB-002]" in capsys.readouterr().err
+
+
+def test_keep_refuses_a_non_empty_directory(tmp_path):
+    (tmp_path / "precious.txt").write_text("x")
+    with pytest.raises(DistdxError) as e:
+        run_scenario("collective-shape-mismatch", keep=tmp_path)
+    assert e.value.code == "DX-LAB-003"
+    assert (tmp_path / "precious.txt").read_text() == "x"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_scenario_json_round_trip(scenario):
+    assert scenario_from_dict(json.loads(json.dumps(scenario.to_dict()))) == scenario
+
+
+@pytest.mark.parametrize("bad", ["-1", "0", "99999"])
+def test_run_rejects_an_unbounded_timeout(bad, capsys):
+    assert main(["lab", "run", "rank-killed", "--timeout", bad]) == 2
+    assert "error[DX-LAB-005]" in capsys.readouterr().err
+
+
+def test_keep_refuses_a_file(tmp_path):
+    target = tmp_path / "a-file"
+    target.write_text("x")
+    with pytest.raises(DistdxError) as e:
+        run_scenario("rank-killed", keep=target)
+    assert e.value.code == "DX-LAB-003"
+
+
+@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if "LAB_FAULT_STEP" in s.env], ids=lambda s: s.name)
+def test_fault_step_matches_what_the_program_is_told(scenario):
+    assert scenario.fault_step == int(scenario.env["LAB_FAULT_STEP"])
+    assert scenario.fault_rank is not None

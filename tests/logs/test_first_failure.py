@@ -47,3 +47,49 @@ def test_killed_beats_cascade():
 
 def test_no_error_no_first_failure():
     assert parse_text("step 1 loss 2.0\nstep 2 loss 1.9\n").first_failure is None
+
+
+# Trimmed from `distdx lab run rank-killed`: rank 1 is SIGKILLed; rank 0's traceback about the
+# dropped gloo connection is printed first, but it is the consequence.
+RANK_KILLED = """\
+[default0]:[rank0]: Traceback (most recent call last):
+[default0]:[rank0]:   File "/work/lab/rank_killed.py", line 24, in <module>
+[default0]:[rank0]:     loss.backward()
+[default0]:[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:40623: Connection reset by peer. This is typically caused by a remote worker hanging or bugs
+[default0]:rank 0 step 2: loss 1.1610
+[default1]:rank 1 step 2: loss 1.1610
+W1122 03:08:11.553000 12140 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 12142 closing signal SIGTERM
+E1122 03:08:11.735000 12140 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -9) local_rank: 1 (pid: 12143) of binary: /usr/bin/python3
+Traceback (most recent call last):
+  File "/usr/lib/python3/site-packages/torch/distributed/launcher/api.py", line 383, in launch_agent
+    raise ChildFailedError(
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+=========================================================
+train.py FAILED
+---------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-22_03:08:11
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 12142)  (SIGTERM)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 12142
+---------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-22_03:08:11
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 12143)  (SIGKILL)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 12143
+=========================================================
+"""
+
+
+def test_killed_rank_beats_the_connection_errors_it_causes():
+    ff = parse_text(RANK_KILLED).first_failure
+    assert ff.rank == 1
+    assert "SIGKILL" in ff.text
+    assert any(line.rank == 0 for line in ff.cascade)

@@ -127,11 +127,17 @@ def find_first_failure(lines: list[LogLine], blocks: list[Block]) -> FirstFailur
             tier = 2 if block.cascade else 0
         elif block.kind == "launcher_exit" and block.signal in ("SIGKILL", "SIGSEGV", "SIGBUS", "SIGILL") and not block.cascade:
             tier = 1
-        elif block.kind == "launcher_exit" and block.signal in ("SIGKILL", "SIGSEGV", "SIGBUS", "SIGILL") and block.failed_rank is not None:
+        elif (block.kind in ("launcher_exit", "child_failed") and block.signal in ("SIGKILL", "SIGSEGV", "SIGBUS", "SIGILL")
+              and block.failed_rank is not None):
+            # a process killed from outside (OOM killer, segfault) is where a failure starts;
+            # the dropped connections on its peers are the consequence
             tier = 1
         else:
             tier = 3
         line = block.headline
+        if tier == 1 and block.kind == "child_failed":
+            code = f" (exit code {block.exit_code})" if block.exit_code is not None else ""
+            text = f"rank {block.failed_rank} was killed by {block.signal}{code}, with no error of its own"
         if block.failed_rank is not None and tier in (1, 3):
             line = dataclasses.replace(line, rank=block.failed_rank, host=block.failed_host or line.host)
         candidates.append(_Candidate(tier, pos, line, text, block, ts, block.cascade_reason))

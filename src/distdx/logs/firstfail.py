@@ -157,6 +157,8 @@ def find_first_failure(lines: list[LogLine], blocks: list[Block]) -> FirstFailur
     first = tier[0]
 
     def later(c: _Candidate) -> bool:
+        if first.tier == 1:
+            return True  # the launcher reports a killed process after the fact: its peers' errors may come first
         if c.ts is not None and first.ts is not None:
             return c.ts >= first.ts
         return c.pos > first.pos

@@ -129,3 +129,26 @@ def test_deterministic():
     a = diagnose(_oom_then_cascade(), rules=RULES, model=EMPTY_MODEL).to_dict()
     b = diagnose(_oom_then_cascade(), rules=RULES, model=EMPTY_MODEL).to_dict()
     assert a == b
+
+
+PHASED = parse_rule_file("phased.yaml", """
+version: 1
+rules:
+  - code: DX-TEST-020
+    title: NCCL unhandled system error
+    patterns: ['unhandled system error']
+    symptoms: {"2.2": 0.5, "4.7": 0.5}
+    root_causes: {R2.3: 0.5, R4.7: 0.5}
+    fix_patterns: {F4: 1.0}
+    explanation: x
+    fix: [y]
+""")
+
+
+def test_phase_markers_choose_among_a_rules_own_targets():
+    def top(lines):
+        parsed = _parsed([LogLine("j.log", i, t) for i, t in enumerate(lines, 1)])
+        return diagnose(parsed, rules=PHASED, model=EMPTY_MODEL).top("symptom")
+
+    assert top(["init_process_group on 2 nodes via torchrun, MASTER_ADDR=n0", "NCCL error: unhandled system error"]) == "2.2"
+    assert top(["step 120: loss 2.31", "loss.backward()", "NCCL error: unhandled system error"]) == "4.7"

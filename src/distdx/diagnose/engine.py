@@ -32,6 +32,7 @@ from typing import BinaryIO, Sequence
 
 from distdx.diagnose.models import Diagnosis, Evidence, Fix, Hypothesis, SimilarIssue
 from distdx.diagnose.textmodel import NEIGHBOURS, RULE_DOC_PREFIX, TAXONOMY_DOC_PREFIX, Neighbour, TextModel, default_model, tokens, vote
+from distdx.knowledge.phases import phase_evidence
 from distdx.knowledge.rules import Rule, load_rules
 from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN, taxonomy
 from distdx.logs.models import LogLine, ParsedLog
@@ -53,6 +54,7 @@ TEXT_WEIGHT = 0.9  # weight of the text model at full similarity
 TEXT_FULL_SIMILARITY = 0.35  # cosine similarity treated as a close match
 PRIOR_WEIGHT = 0.08
 NB_SHARE = 0.5  # share of naive Bayes (vs nearest neighbours) within the text model
+PHASE_BOOST = 0.5  # per phase marker (at most three count) when choosing among a rule's own targets
 STAGE_COUPLING = 0.6  # how strongly the stage distribution reshapes symptoms and root causes
 EXACT_JACCARD = 0.85  # token overlap at which a known issue is the input itself
 MAX_EVIDENCE_PER_RULE = 3
@@ -184,6 +186,18 @@ def _couple_to_stage(dist: dict[str, float], stage_dist: dict[str, float]) -> di
     return _normalise(out)
 
 
+def _phase_weights(text: str) -> dict[str, float]:
+    """A factor per stage from the phase markers in the input (1.0 when a stage shows none)."""
+    evidence = phase_evidence(text)
+    return {stage: 1.0 + PHASE_BOOST * min(count, 3) for stage, count in evidence.items()}
+
+
+def _by_phase(weights: dict[str, float], phase: dict[str, float]) -> dict[str, float]:
+    """Re-weight a rule's own targets by the phase the input shows; never adds a target."""
+    tax = taxonomy()
+    return _normalise({node: w * phase.get(tax.stage_of(node) or "", 1.0) for node, w in weights.items()})
+
+
 def _fix_given_cause(model: TextModel, excluded: frozenset[str]) -> dict[str, dict[str, float]]:
     """P(fix pattern | root cause) from the known issues (minus the excluded ones), smoothed."""
     counts: dict[str, Counter[str]] = defaultdict(Counter)
@@ -238,12 +252,13 @@ def diagnose(
     contributions = [h.strength * EVIDENCE_DECAY**i for i, h in enumerate(ranked_rules)]
     total_strength = sum(contributions)
 
+    phase = _phase_weights(text)
     rule_votes: dict[str, dict[str, float]] = {d: defaultdict(float) for d in DIMENSIONS}
     for hit, contribution in zip(ranked_rules, contributions):
         targets = {
-            "stage": hit.rule.stages,
-            "symptom": hit.rule.symptoms,
-            "root_cause": hit.rule.root_causes,
+            "stage": _by_phase(hit.rule.stages, phase),
+            "symptom": _by_phase(hit.rule.symptoms, phase),
+            "root_cause": _by_phase(hit.rule.root_causes, phase),
             "fix_pattern": hit.rule.fix_patterns,
         }
         for dim, weights in targets.items():

@@ -157,13 +157,17 @@ RULE_DOC_PREFIX = "rule:"
 
 def rule_documents(rules: tuple[Rule, ...]) -> tuple[KnownIssue, ...]:
     """Each signature rule as a labelled pseudo-document (title, explanation, fixtures), so the
-    text model knows the vocabulary of every category, not only of the indexed issues. Their ids
+    text model knows the vocabulary of every category, not only of the indexed issues. They vote
+    on stage, symptom and root cause. Their ids
     start with ``rule:``; they vote but are never shown as known issues."""
     docs = []
     for rule in rules:
         targets = {"stage": rule.stages, "symptom": rule.symptoms, "root_cause": rule.root_causes,
                    "fix_pattern": rule.fix_patterns}
         labels = {dim: max(w, key=w.get) for dim, w in targets.items()}
+        # how an issue got fixed is learnt from real issues only: a rule's favourite fix is the
+        # usual remedy for its message, and most rules favour F3, which would swamp the rest
+        labels["fix_pattern"] = UNKNOWN
         docs.append(KnownIssue(
             id=RULE_DOC_PREFIX + rule.code, url="", framework="", title=rule.title,
             summary=rule.explanation, errors="\n".join(rule.fixtures_match)[:4000], labels=labels,

@@ -56,6 +56,7 @@ PRIOR_WEIGHT = 0.08
 NB_SHARE = 0.5  # share of naive Bayes (vs nearest neighbours) within the text model
 PHASE_BOOST = 0.5  # per phase marker (at most three count) when choosing among a rule's own targets
 STAGE_COUPLING = 0.6  # how strongly the stage distribution reshapes symptoms and root causes
+FIX_VIA_CAUSE = 0.5  # weight of the root cause -> fix mapping beside the direct fix votes
 EXACT_JACCARD = 0.85  # token overlap at which a known issue is the input itself
 MAX_EVIDENCE_PER_RULE = 3
 MAX_FIXES = 8
@@ -291,7 +292,7 @@ def diagnose(
     for rc, p in dists["root_cause"].items():
         for fp, q in fix_table.get(rc, _priors("fix_pattern")).items():
             via_cause[fp] += p * q
-    dists["fix_pattern"] = _mix([(1.0, dists["fix_pattern"]), (0.5, via_cause)])
+    dists["fix_pattern"] = _mix([(1.0, dists["fix_pattern"]), (FIX_VIA_CAUSE, via_cause)])
 
     confidence = 1 - (1 - w_rule) * (1 - w_text * 0.8)
     if total_strength >= 0.5:

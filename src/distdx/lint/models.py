@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-SEVERITIES = ("error", "warning", "info")
+from distdx.knowledge.rules import SEVERITIES, Reference
 
-
-@dataclass(frozen=True)
-class Reference:
-    url: str
-    title: str = ""
+__all__ = ["Reference", "SEVERITIES"]  # re-exported: lint's records share the knowledge base's
 
 
 @dataclass(frozen=True)

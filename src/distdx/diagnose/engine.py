@@ -384,8 +384,10 @@ def _headline(parsed: ParsedLog, classification: dict, ranked_rules: list[_Hit],
         what = on_first[0].rule.title
     elif ff is not None:
         what = " ".join(ff.text.split())[:120]
-    else:
-        what = ranked_rules[0].rule.title if ranked_rules else ""
+    elif ranked_rules and ranked_rules[0].rule.severity != "info":
+        what = ranked_rules[0].rule.title
+    else:  # only prose cues or similar known issues: no error message to quote
+        what = "judged from the wording of the report, not from an error message"
     return f"{kind}{where}: {what}" if what and kind != what else f"{kind}{where}"
 
 

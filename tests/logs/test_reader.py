@@ -221,3 +221,14 @@ def test_a_failing_or_foreign_grep_falls_back(tmp_path, monkeypatch, behaviour):
     ref = read_logs([str(log)], full_limit_bytes=64 << 10, chunk_bytes=256 << 10)
     assert [(l.lineno, l.text) for l in p.lines] == [(l.lineno, l.text) for l in ref.lines]
     assert p.first_failure.rank == 3
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_utf16_logs_are_read_not_rejected_as_binary(tmp_path, encoding):
+    # PowerShell's `>` writes UTF-16; with a BOM ("utf-16") or without one
+    f = tmp_path / "win.log"
+    f.write_bytes(("step 1\n" * 20 + "[rank1]: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n").encode(encoding))
+    parsed = read_logs([str(f)])
+    assert parsed.first_failure.rank == 1
+    assert "CUDA out of memory" in parsed.first_failure.text
+    assert any("UTF-16" in n for n in parsed.notes)

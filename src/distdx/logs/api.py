@@ -21,6 +21,7 @@ from distdx.logs.reader import (
     Collector,
     Input,
     Notes,
+    Utf8Transcoder,
     _ChainedReader,
     _open,
     expand_inputs,
@@ -29,6 +30,7 @@ from distdx.logs.reader import (
     read_error_file,
     read_head,
     sample_lines,
+    utf16_encoding,
 )
 
 _COMPRESSED = (".gz", ".bz2", ".xz", ".lzma")
@@ -92,6 +94,14 @@ def read_logs(
                 notes.add("empty", inp.name)
                 problems.append(("DX-LOGS-007", inp.name, "is empty"))
                 continue
+            encoding = utf16_encoding(first)
+            if encoding is not None:
+                notes.add(f"{encoding.upper()} text, read as UTF-8", inp.name)
+                fh = Utf8Transcoder(first, fh, encoding)
+                first = fh.read(len(first))
+                transcoded = True
+            else:
+                transcoded = False
             if looks_binary(first):
                 notes.add("looks binary (not a text log); skipped", inp.name)
                 problems.append(("DX-LOGS-008", inp.name, "looks binary, not like a text log"))
@@ -111,7 +121,8 @@ def read_logs(
                         collector._keep(line)
                     continue
                 fh = _ChainedReader(data[len(first):], fh)
-            plain = inp.path is not None and not inp.path.lower().endswith(_COMPRESSED + (".json",))
+            plain = (inp.path is not None and not transcoded
+                     and not inp.path.lower().endswith(_COMPRESSED + (".json",)))
             collector.read(fh, ctx, first, inp.path if plain else None)
         finally:
             if inp.path is not None:

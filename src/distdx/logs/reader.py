@@ -212,6 +212,45 @@ def looks_binary(head: bytes) -> bool:
     return text / len(sample) < 0.7
 
 
+def utf16_encoding(head: bytes) -> str | None:
+    """'utf-16' when the stream is UTF-16 text (a BOM, or ASCII with every other byte NUL, as
+    PowerShell's `>` writes logs on Windows); None otherwise."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    sample = head[:4096]
+    if len(sample) >= 64:
+        odd, even = sample[1::2], sample[0::2]
+        if odd.count(0) > 0.9 * len(odd) and even.count(0) < 0.1 * len(even):
+            return "utf-16-le"
+        if even.count(0) > 0.9 * len(even) and odd.count(0) < 0.1 * len(odd):
+            return "utf-16-be"
+    return None
+
+
+class Utf8Transcoder:
+    """A binary stream of UTF-16 text read back as UTF-8, incrementally (bounded memory)."""
+
+    def __init__(self, head: bytes, rest: BinaryIO, encoding: str) -> None:
+        import codecs
+
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        self._pending = self._decoder.decode(head).encode("utf-8")
+        self._rest = rest
+
+    def read(self, n: int) -> bytes:
+        while len(self._pending) < n:
+            raw = self._rest.read(max(n, 1 << 16))
+            if not raw:
+                self._pending += self._decoder.decode(b"", final=True).encode("utf-8")
+                break
+            self._pending += self._decoder.decode(raw).encode("utf-8")
+        out, self._pending = self._pending[:n], self._pending[n:]
+        return out
+
+    def close(self) -> None:
+        self._rest.close()
+
+
 class _ChainedReader:
     """A prefix already read (to peek) followed by the rest of a stream."""
 
@@ -699,6 +738,8 @@ __all__ = [
     "Notes",
     "expand_inputs",
     "looks_binary",
+    "utf16_encoding",
+    "Utf8Transcoder",
     "rank_from_path",
     "read_error_file",
     "read_head",

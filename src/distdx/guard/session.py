@@ -398,8 +398,6 @@ class Session:
             self.announce(rec)
             if time.monotonic() - self._published_at > self.config.sync_publish_s:
                 self.publish()
-            else:
-                self._wake.set()
         return rec
 
     def handshake(self, rec: list) -> None:

@@ -258,7 +258,7 @@ def run_overhead(repeats: int, steps: int, warmup: int, work: Path) -> dict:
             text = Path(result.output_log).read_text(encoding="utf-8", errors="replace")
             m = re.search(r"STEPTIMES (\{.*\})", text)
             if result.exit_code != 0 or not m:
-                raise SystemExit(f"overhead run {mode} {r} failed (exit {result.exit_code}); see {out}")
+                raise SystemExit(f"overhead run {mode} {r} failed (exit {result.exit_code}); its output ends:\n{text[-3000:]}")
             runs[mode].append(json.loads(m.group(1))["median_ms"])
             print(f"  overhead {mode:<5} run {r}: median step {runs[mode][-1]:.3f} ms", file=sys.stderr, flush=True)
     plain, guard = statistics.median(runs["plain"]), statistics.median(runs["guard"])

@@ -103,7 +103,7 @@ class Session:
         self.force_grad_check = False
         self.loss_scaling = False  # a GradScaler or DeepSpeed engine scales the loss before backward
         self.store = self._open_store()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self._published_at = 0.0
         self._published: set[int] = set()  # ranks whose heartbeat and announcement keys exist
 
@@ -166,10 +166,11 @@ class Session:
         self._set(f"st/{self.rank}", str(self.step))
         self.publish()
         self.preflight()
-        self._thread = threading.Thread(target=self._loop, name="distdx-guard", daemon=True)
-        self._thread.start()
+        self._threads.append(threading.Thread(target=self._loop, name="distdx-guard", daemon=True))
         if hasattr(os, "pidfd_open"):
-            threading.Thread(target=self._watch_peer_processes, name="distdx-guard-peers", daemon=True).start()
+            self._threads.append(threading.Thread(target=self._watch_peer_processes, name="distdx-guard-peers", daemon=True))
+        for thread in self._threads:
+            thread.start()
         atexit.register(self.close)
         self.emit_local(
             "guard_started",
@@ -205,6 +206,12 @@ class Session:
             self.publish()
         except Exception:  # noqa: BLE001 - the store may be gone at exit
             pass
+        # a daemon thread still inside a store call when the interpreter finalises is unwound
+        # through C++ code that cannot unwind, and the process aborts ("terminate called without
+        # an active exception", seen once in 20 guarded runs): let them finish first
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout=2.0)
         self.emit_local(
             "summary",
             f"guard summary on rank {self.rank}: {self.collectives} collectives, {self.step} steps, "
@@ -558,7 +565,7 @@ class Session:
             for fd in fds:
                 poller.register(fd, select.POLLIN)
             while fds and not self._stop.is_set():
-                for fd, _mask in poller.poll(500):
+                for fd, _mask in poller.poll(200):
                     rank = fds.pop(fd)
                     poller.unregister(fd)
                     os.close(fd)

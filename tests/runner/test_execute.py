@@ -33,8 +33,8 @@ def test_signal_death_maps_to_128_plus_n(tmp_path):
 
 
 def test_debug_environment_reaches_the_job(tmp_path):
-    plan = plan_run(py("import os; print(os.environ['PYTHONFAULTHANDLER'], os.environ['TORCH_NCCL_TRACE_BUFFER_SIZE'])"),
-                    out_dir=tmp_path, environ={})
+    plan = plan_run(py("import os; print(os.environ['PYTHONFAULTHANDLER'], os.environ['TORCH_FR_BUFFER_SIZE'])"),
+                    out_dir=tmp_path, environ={}, torch_version="2.13.0")
     execute(plan, diagnose=False)
     assert (tmp_path / "output.log").read_text().strip() == "1 2000"
 

@@ -9,8 +9,8 @@ Contract
   user chose their own, and the environment variables it adds. Added variables never override the
   user's and change no behaviour: ``PYTHONFAULTHANDLER=1`` (Python stacks on fatal signals),
   ``PYTHONUNBUFFERED=1``, ``TORCHELASTIC_ERROR_FILE`` (for ``@record``, when no torchrun sets it per
-  worker), ``TORCH_NCCL_TRACE_BUFFER_SIZE`` and ``TORCH_NCCL_DEBUG_INFO_TEMP_FILE`` (NCCL flight
-  recorder), and with ``guard=True`` the variables that switch :mod:`distdx.guard` on in every
+  worker), ``TORCH_FR_BUFFER_SIZE`` and ``TORCH_FR_DUMP_TEMP_FILE`` (NCCL flight
+  recorder; their older names for torch < 2.10), and with ``guard=True`` the variables that switch :mod:`distdx.guard` on in every
   Python process of the job (a ``sitecustomize`` on ``PYTHONPATH``).
 - :func:`execute` runs the plan in its own process group, copies the job's output to the given
   stream and, with a UTC timestamp on each line, to ``OUT/output.log``; forwards SIGINT/SIGTERM to

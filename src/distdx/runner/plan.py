@@ -13,6 +13,11 @@ TORCHRUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 TORCHRUN_LOG_OPTIONS = ("--log-dir", "--log_dir", "--tee", "-t", "--redirects", "-r")
 AUTOLOAD_DIR = Path(__file__).resolve().parent.parent / "guard" / "_autoload"
 PACKAGE_PARENT = Path(__file__).resolve().parent.parent.parent
+# The NCCL flight recorder's variables were renamed (TORCH_NCCL_TRACE_BUFFER_SIZE -> TORCH_FR_BUFFER_SIZE,
+# TORCH_NCCL_DEBUG_INFO_TEMP_FILE -> TORCH_FR_DUMP_TEMP_FILE). Recent torch warns once per rank on the
+# old names; older releases read only those. The new names are used from this release on (an older
+# torch that already knows them just prints the warning).
+FLIGHT_RECORDER_RENAMED_IN = (2, 10)
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,24 @@ class RunPlan:
             "guard": self.guard,
             "notes": list(self.notes),
         }
+
+
+def _installed_torch() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def _release(version: str) -> tuple[int, int]:
+    """(major, minor) of a version string such as "2.13.0+cpu"; (0, 0) when there is none."""
+    parts = version.split("+")[0].split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return 0, 0
 
 
 def _is_python(word: str) -> bool:
@@ -71,8 +94,11 @@ def plan_run(
     guard: bool = False,
     guard_options: Mapping[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
+    torch_version: str | None = None,
 ) -> RunPlan:
-    """Plan a launch. ``guard_options`` are ``GuardConfig`` fields (``{"hang_s": "30"}``)."""
+    """Plan a launch. ``guard_options`` are ``GuardConfig`` fields (``{"hang_s": "30"}``);
+    ``torch_version`` (default: the installed torch's, read without importing it) picks the names
+    of the flight recorder's variables."""
     if not command:
         raise DistdxError(
             "DX-RUN-001",
@@ -105,8 +131,12 @@ def plan_run(
     add("PYTHONUNBUFFERED", "1", "output reaches the log in the order it happened")
     if launcher != "torchrun":
         add("TORCHELASTIC_ERROR_FILE", str(out / "error.json"), "@record-decorated entry points write their exception here")
-    add("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000", "NCCL flight recorder: the last 2000 collectives per rank")
-    add("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", str(out / "nccl_trace_rank_"), "where the flight recorder dumps on a timeout")
+    buffer_vars, dump_vars = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"), ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
+    renamed = _release(torch_version if torch_version is not None else _installed_torch()) >= FLIGHT_RECORDER_RENAMED_IN
+    if not any(k in env_in for k in buffer_vars):
+        add(buffer_vars[0 if renamed else 1], "2000", "NCCL flight recorder: the last 2000 collectives per rank")
+    if not any(k in env_in for k in dump_vars):
+        add(dump_vars[0 if renamed else 1], str(out / "nccl_trace_rank_"), "where the flight recorder dumps on a timeout")
     if guard:
         env["DISTDX_GUARD"] = "1"
         env["DISTDX_GUARD_DIR"] = str(out / "guard")

@@ -105,7 +105,35 @@ def test_deepspeed_initialize_is_guarded(launch):
     assert event.rank == 1 and "rank 1 has 0.weight [12, 4] float32 where rank 0 has [8, 4] float32" in event.message
 
 
-@pytest.mark.skipif(not (LAB / "rank_skips_collective.py").is_file(), reason="the lab scenario is not in this tree")
+# unmodified scripts of the two wrappers that build a DistributedDataParallel themselves
+FRAMEWORKS = [
+    pytest.param("accelerate_train.py", "accelerate", "0.weight", id="accelerate"),
+    pytest.param("lightning_train.py", "pytorch_lightning", "net.0.weight", id="lightning"),
+]
+
+
+@pytest.mark.parametrize(("script", "module", "param"), FRAMEWORKS)
+def test_framework_model_mismatch_is_named(launch, script, module, param):
+    pytest.importorskip(module, reason=f"this test needs {module}")
+    run = launch(SCENARIOS / script, env={"FAULT": "model"}, timeout_s=120)
+    assert run.result.exit_code == 1
+    event = run.first("model_mismatch")
+    assert event.rank == 1 and f"rank 1 has {param} [12, 4] float32 where rank 0 has [8, 4] float32" in event.message
+    crash = run.first("exception")  # DDP's own check then fails on every rank: the event says where
+    assert f"failed at step {crash.step} " in crash.message
+
+
+@pytest.mark.parametrize(("script", "module", "param"), FRAMEWORKS)
+def test_framework_nan_names_the_rank_and_step_where_it_began(launch, script, module, param):
+    pytest.importorskip(module, reason=f"this test needs {module}")
+    run = launch(SCENARIOS / script, env={"FAULT": "nan"}, timeout_s=120)
+    assert run.result.exit_code == 0  # the guard reports; it does not stop the job
+    first = min((e for e in run.events if e.kind == "nonfinite_loss"), key=lambda e: (e.step, e.time))
+    assert (first.rank, first.step) == (1, 2)
+    # the runner names the flight recorder's variables as this torch reads them: no rank warns
+    assert "is deprecated; use" not in Path(run.result.output_log).read_text()
+
+
 def test_lab_rank_skips_collective(launch):
     run = launch(LAB / "rank_skips_collective.py", env={"LAB_TIMEOUT_S": str(PLAIN_TIMEOUT_S)}, timeout_s=20)
     event = run.first("collective_diverged")

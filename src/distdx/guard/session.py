@@ -183,10 +183,11 @@ class Session:
             return
         # the error text is in the job's own traceback: the event adds where (rank, step), and
         # keeps the text in a field so signature rules do not count it twice
+        step = self.step if self.step_signal or not self.ring else self.ring[-1][7]
         self.emit_local(
             "exception",
-            f"rank {self.rank} failed at step {self.step if self.step_signal or not self.ring else self.ring[-1][7]} "
-            f"with {exc_type.__name__} (its traceback is in the rank's log)",
+            f"rank {self.rank} failed at step {step} with {exc_type.__name__} (its traceback is in the rank's log)",
+            step=step,
             once="exception",
             echo=False,
             exception=exc_type.__name__,

@@ -87,6 +87,32 @@ def add_format_option(parser: argparse.ArgumentParser, choices: tuple[str, ...] 
     parser.add_argument("--format", "-f", choices=choices, default="text", help="output format (default: text)")
 
 
+def positive(text: str) -> float:
+    """argparse type: a finite number above zero (seconds, sizes)."""
+    value = _finite(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be above zero")
+    return value
+
+
+def non_negative(text: str) -> float:
+    """argparse type: a finite number, zero or more."""
+    value = _finite(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
+    return value
+
+
+def _finite(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
 def emit(text: str) -> None:
     """Write a rendered result to stdout, ending with exactly one newline."""
     sys.stdout.write(text if text.endswith("\n") else text + "\n")

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from distdx.cli import add_format_option, emit
+from distdx.cli import add_format_option, emit, non_negative, positive
 from distdx.errors import EXIT_FINDINGS, EXIT_OK, DistdxError
 
 
@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--list", action="store_true", help="print the catalogue of checks and exit")
     p.add_argument("--verbose", "-v", action="store_true", help="show fixes for every check")
     p.add_argument("--checkpoint-dir", default=".", metavar="DIR", help="where checkpoints go (free-space check)")
-    p.add_argument("--min-free-gb", type=float, default=20.0, help="warn below this much free space (default 20)")
+    p.add_argument("--min-free-gb", type=non_negative, default=20.0, help="warn below this much free space (default 20)")
     p.add_argument("--deepspeed-ops", action="store_true",
                    help="also ask DeepSpeed's op builders which ops are compatible, as ds_report does (seconds)")
     p.add_argument("--multi-node", action="store_true", default=None,
@@ -29,15 +29,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "every host over ssh and show what differs")
     multi.add_argument("--ssh-port", type=int, help="ssh port on the nodes (default: ssh's own)")
     multi.add_argument("--ssh-timeout", type=int, default=5, help="ssh ConnectTimeout in seconds (default 5)")
-    multi.add_argument("--remote-timeout", type=float, default=60.0, help="limit for the remote doctor (s)")
+    multi.add_argument("--remote-timeout", type=positive, default=60.0, help="limit for the remote doctor (s)")
     multi.add_argument("--remote-command", default="distdx doctor --format json",
                        help="command run on each node (default: %(default)s)")
     job = p.add_argument_group("in a launched job (--distributed)")
     job.add_argument("--distributed", action="store_true", help="run as a torchrun/srun/deepspeed job: checks on "
                      "every rank, collective smoke test, one cluster report on rank 0")
     job.add_argument("--backend", choices=("nccl", "gloo"), help="default: nccl with CUDA, else gloo")
-    job.add_argument("--payload-mb", type=float, default=8.0, help="all_reduce size for the bandwidth figure")
-    job.add_argument("--timeout", type=float, default=120.0, help="process-group timeout in seconds")
+    job.add_argument("--payload-mb", type=positive, default=8.0, help="all_reduce size for the bandwidth figure")
+    job.add_argument("--timeout", type=positive, default=120.0, help="process-group timeout in seconds")
     p.set_defaults(func=run)
 
 

@@ -7,7 +7,7 @@ import json
 import sys
 import time
 
-from distdx.cli import add_format_option, emit
+from distdx.cli import add_format_option, emit, positive
 from distdx.errors import DistdxError
 
 
@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a guard option, e.g. hang_s=30 or fail_fast=1 (repeatable; see docs/guard.md)",
     )
     p.add_argument("--out", metavar="DIR", help="where to keep logs and events (default: ./distdx-run-<time>)")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="stop the job (SIGTERM, then SIGKILL) after this long")
+    p.add_argument("--timeout", type=positive, metavar="SECONDS", help="stop the job (SIGTERM, then SIGKILL) after this long")
     p.add_argument("--no-diagnose", action="store_true", help="do not diagnose a failed job")
     p.add_argument("-q", "--quiet", action="store_true", help="do not copy the job's output to the console")
     add_format_option(p)

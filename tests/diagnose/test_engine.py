@@ -71,6 +71,34 @@ def test_without_a_first_failure_the_cascade_would_win():
     assert scores["4.2"] > scores["4.7"]
 
 
+def test_cascade_type_lines_the_logs_layer_did_not_list_still_count_as_cascade():
+    # a rule that is not itself marked `cascade` fires on watchdog lines of other ranks; with a
+    # real first failure (the OOM) those lines are its consequence even if not in its cascade list
+    rules = RULES + parse_rule_file("more.yaml", """
+version: 1
+rules:
+  - code: DX-TEST-003
+    title: NCCL operations failed
+    patterns: ['Some NCCL operations have failed or timed out']
+    symptoms: {"4.7": 1.0}
+    root_causes: {R4.7: 1.0}
+    fix_patterns: {F1: 1.0}
+    explanation: NCCL tore the process down.
+    fix: [Look at the rank that failed first.]
+""")
+    oom = _oom_then_cascade(2)
+    extra = [LogLine("job.log", 10 + r, f"[Rank {r}] Some NCCL operations have failed or timed out.", rank=r) for r in range(4)]
+    parsed = ParsedLog(sources=oom.sources, lines=oom.lines + tuple(extra), first_failure=oom.first_failure,
+                       ranks=oom.ranks, total_lines=len(oom.lines) + len(extra))
+    d = diagnose(parsed, rules=rules, model=EMPTY_MODEL)
+    assert all(e.cascade for e in d.evidence if e.rule == "DX-TEST-003")
+    assert d.top("fix_pattern") == "F5"
+    # with only cascade-type errors in the input, they are the failure and keep their weight
+    alone = _parsed(extra, first=0)
+    d = diagnose(alone, rules=rules, model=EMPTY_MODEL)
+    assert not any(e.cascade for e in d.evidence if e.rule == "DX-TEST-003")
+
+
 def test_nothing_fits_is_said_plainly_with_low_scores():
     parsed = _parsed([LogLine("job.log", 1, "epoch 3 finished, saving"), LogLine("job.log", 2, "all good")])
     d = diagnose(parsed, rules=RULES, model=EMPTY_MODEL)

@@ -6,8 +6,9 @@ How a score comes about, per dimension (stage, symptom, root cause, fix pattern)
 1. Every signature rule that fires contributes its weighted taxonomy targets, scaled by the
    rule's own weight and by *where* it fired: the line that names the first failure (1.0), the
    rest of its block (0.6), the same rank (0.7), another rank (0.5), or a line that is a
-   consequence of the first failure or a rule marked ``cascade`` (0.25, and 0.3 times that once a
-   rule explains the first failure itself). Each rule counts once, at its strongest hit, and
+   consequence of the first failure, a rule marked ``cascade``, or a line that reads like a
+   cascade (``logs/cascade.yaml``) when the first failure is a real error (0.25, and 0.3 times
+   that once a rule explains the first failure itself). Each rule counts once, at its strongest hit, and
    rules are taken strongest first with a decay, so many weak signatures cannot outvote one
    strong one.
 2. The text model votes with the labels of the nearest known issues and of the rules read as
@@ -35,6 +36,7 @@ from distdx.diagnose.textmodel import NEIGHBOURS, RULE_DOC_PREFIX, TAXONOMY_DOC_
 from distdx.knowledge.phases import phase_evidence
 from distdx.knowledge.rules import Rule, load_rules
 from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN, taxonomy
+from distdx.logs.firstfail import cascade_match
 from distdx.logs.models import LogLine, ParsedLog
 
 # Where a hit sits -> how much it counts.
@@ -78,14 +80,17 @@ def _line_shape(text: str) -> str:
     return _SHAPE_DIGITS.sub("#", text)
 
 
-def _position(rule: Rule, line: LogLine, parsed: ParsedLog, ff_keys: set, cascade_keys: set) -> tuple[float, bool, bool]:
+def _position(rule: Rule, line: LogLine, parsed: ParsedLog, ff_keys: set, cascade_keys: set,
+              real_first: bool) -> tuple[float, bool, bool]:
     key = (line.source, line.lineno)
     ff = parsed.first_failure
     if ff is not None and key == (ff.line.source, ff.line.lineno):
         return POSITION_FIRST_FAILURE, True, False
     if key in ff_keys:
         return POSITION_FIRST_BLOCK, True, False
-    if rule.cascade or key in cascade_keys:
+    # with a real first failure, a cascade-type line (watchdog, abort, dropped peer) is its
+    # consequence even where the logs layer did not list it (it keeps a representative few)
+    if rule.cascade or key in cascade_keys or (real_first and cascade_match(line.text) is not None):
         return POSITION_CASCADE, False, True
     if ff is None or ff.rank is None or line.rank is None:
         return POSITION_NO_RANK, False, False
@@ -116,6 +121,7 @@ def match_rules(parsed: ParsedLog, rules: Sequence[Rule]) -> list[_Hit]:
             ff_keys.update((l.source, l.lineno) for l in ff.block.lines)
             ff_keys.add((ff.block.headline.source, ff.block.headline.lineno))
     cascade_keys = _cascade_keys(parsed)
+    real_first = ff is not None and cascade_match(ff.line.text) is None
 
     # the first failure's own records carry the rank/host the logs layer attributed to it
     attributed = {}
@@ -154,7 +160,7 @@ def match_rules(parsed: ParsedLog, rules: Sequence[Rule]) -> list[_Hit]:
         fired = [r for r in active if r.first_match(representative) and admits(r)]
         for rule in fired:
             for line in group:
-                strength, on_ff, on_cascade = _position(rule, line, parsed, ff_keys, cascade_keys)
+                strength, on_ff, on_cascade = _position(rule, line, parsed, ff_keys, cascade_keys, real_first)
                 hits.append(_Hit(rule, line, rule.weight * strength, on_ff, on_cascade))
     return hits
 

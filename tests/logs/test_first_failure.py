@@ -30,6 +30,31 @@ def test_timestamps_order_candidates_across_files(tmp_path):
     assert ff.rank == 1 and "timestamp" in ff.reason
 
 
+def _guard(kind, rank, step, time, message, severity="error"):
+    import json
+
+    return json.dumps({"distdx": 1, "kind": kind, "severity": severity, "rank": rank, "host": "vm",
+                       "step": step, "time": time, "message": message}) + "\n"
+
+
+def test_with_no_error_logged_the_guards_earliest_event_is_the_first_failure(tmp_path):
+    # rank 0's file sorts first, but rank 1's NaN was written first; info events never count
+    (tmp_path / "guard-rank0.jsonl").write_text(
+        _guard("guard_started", 0, 0, 100.0, "guard active", severity="info")
+        + _guard("nonfinite_loss", 0, 3, 105.0, "non-finite loss at step 3 on rank 0: nan"))
+    (tmp_path / "guard-rank1.jsonl").write_text(
+        _guard("collective_failed", 1, 1, 101.0, "collective failed at seq 2 on group world")
+        + _guard("nonfinite_loss", 1, 2, 104.0, "non-finite loss at step 2 on rank 1: nan"))
+    (tmp_path / "output.log").write_text("[default0]:step 1 loss 0.5\n[default1]:done\n")
+    ff = read_logs([str(tmp_path)]).first_failure
+    assert ff.rank == 1 and "step 2" in ff.text and "guard" in ff.reason
+    assert [l.rank for l in ff.cascade] == [0]
+    # a real error in the logs still comes first
+    (tmp_path / "output.log").write_text("[default0]:RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    ff = read_logs([str(tmp_path)]).first_failure
+    assert ff.rank == 0 and "illegal memory access" in ff.text
+
+
 def test_only_cascade_is_reported_as_such():
     text = "[E ProcessGroupNCCL.cpp:475] [Rank 4] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, Timeout(ms)=1800000) ran for 1800331 milliseconds before timing out.\n"
     ff = parse_text(text).first_failure

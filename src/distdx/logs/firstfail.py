@@ -8,7 +8,10 @@ Candidates come in tiers, and the first non-empty tier wins:
    srun or mpirun): the OOM killer or a crash;
 2. cascade errors (watchdog timeouts, aborts, dropped connections): when nothing else is there,
    the earliest of them is the best lead;
-3. launcher summaries (torchelastic's table, exit codes).
+3. launcher summaries (torchelastic's table, exit codes);
+4. with none of those, the guard's earliest error event by the time it was written (a job that
+   ran on with NaNs logs no error); guard events that report a consequence (a failed collective)
+   never start a failure.
 
 Within a tier, candidates are ordered by timestamp when every one of them has one (a line without
 its own stamp takes the last stamp seen earlier in its stream), otherwise by position in the input.
@@ -57,6 +60,36 @@ def cascade_match(text: str) -> CascadePattern | None:
         if p.pattern.search(text):
             return p
     return None
+
+
+# guard event kinds that report the consequence of a fault elsewhere, never where one began
+_GUARD_CONSEQUENCES = frozenset({"collective_failed"})
+
+
+def _from_guard_events(lines: list[LogLine]) -> FirstFailure | None:
+    """With no error in the logs (a job that ran on with NaNs, or was stopped), the guard's
+    earliest error event, by the time it was written: every rank writes its own file, so the
+    order of the files says nothing."""
+    found = []
+    for i, line in enumerate(lines):
+        if line.event is None or line.event.kind in _GUARD_CONSEQUENCES:
+            continue
+        fields = line.event.fields
+        if fields.get("severity") == "error":
+            when = fields.get("time")
+            found.append((when if isinstance(when, (int, float)) else float("inf"), i, line))
+    if not found:
+        return None
+    found.sort(key=lambda t: (t[0], t[1]))
+    first = found[0][2]
+    later = [line for _, _, line in found[1:]]
+    where = f"rank {first.rank}" if first.rank is not None else "an unknown rank"
+    if first.host:
+        where += f" on {first.host}"
+    reason = f"no error in the logs; the guard's earliest error event, on {where}, chosen by the time it was written"
+    if later:
+        reason += f"; {len(later)} later guard events look like its spread"
+    return FirstFailure(line=first, text=first.text, reason=reason, cascade=tuple(later[:_MAX_CASCADE]))
 
 
 def classify_block(block: Block) -> Block:
@@ -149,7 +182,7 @@ def find_first_failure(lines: list[LogLine], blocks: list[Block]) -> FirstFailur
         candidates.append(_Candidate(2 if p else 0, i, line, line.text, None, effective_ts.get(id(line)), p.code if p else ""))
 
     if not candidates:
-        return None
+        return _from_guard_events(lines)
     best_tier = min(c.tier for c in candidates)
     tier = [c for c in candidates if c.tier == best_tier]
     by_time = all(c.ts is not None for c in tier)

@@ -89,3 +89,31 @@ def test_cli_bad_guard_option_is_a_usage_error(tmp_path, capsys):
 def test_cli_missing_launcher_is_a_clear_error(tmp_path, capsys):
     assert main(["run", "--out", str(tmp_path), "--", os.path.join(str(tmp_path), "no-such-launcher")]) == 2
     assert "DX-RUN-003" in capsys.readouterr().err
+
+
+def _job_writing_a_guard_event(out) -> list[str]:
+    event = {"distdx": 1, "kind": "nonfinite_loss", "severity": "error", "rank": 1, "host": "vm", "step": 2,
+             "time": time.time(), "message": "non-finite loss at step 2 on rank 1: nan"}
+    code = (f"import json, os; os.makedirs({str(out / 'guard')!r}, exist_ok=True); "
+            f"open({str(out / 'guard' / 'guard-rank1.jsonl')!r}, 'a').write(json.dumps({event!r}) + '\\n')")
+    return py(code)
+
+
+def test_a_job_that_succeeds_with_guard_problems_is_diagnosed(tmp_path, capsys):
+    result = execute(plan_run(_job_writing_a_guard_event(tmp_path), out_dir=tmp_path, environ={}))
+    assert result.exit_code == 0 and result.guard_problems == 1
+    assert result.diagnosis is not None and result.diagnosis.first_failure.rank == 1
+    assert result.diagnosis.classification["symptom"][0].id == "4.1"
+    assert main(["run", "--out", str(tmp_path), "-q", "--", *_job_writing_a_guard_event(tmp_path)]) == 0
+    assert "the job succeeded, but the guard reported 1 problem " in capsys.readouterr().out
+
+
+def test_an_earlier_run_into_the_same_folder_is_not_read_as_this_one(tmp_path):
+    execute(plan_run(_job_writing_a_guard_event(tmp_path), out_dir=tmp_path, environ={}))
+    old_log = tmp_path / "torchrun" / "old_run" / "attempt_0" / "0" / "stderr.log"
+    old_log.parent.mkdir(parents=True)
+    old_log.write_text("RuntimeError: CUDA out of memory\n")
+    os.utime(old_log, (time.time() - 3600, time.time() - 3600))
+    result = execute(plan_run(py("print('fine')"), out_dir=tmp_path, environ={}))
+    assert result.guard_problems == 0 and result.guard_files == () and result.rank_logs == ()
+    assert result.diagnosis is None

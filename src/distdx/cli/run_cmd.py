@@ -61,6 +61,8 @@ def _guard_options(pairs: list[str]) -> dict[str, str]:
 
 def render_text(result) -> str:  # noqa: ANN001 - RunResult, imported lazily
     head = "succeeded" if not result.failed else f"failed with exit code {result.exit_code}"
+    if not result.failed and result.guard_problems:
+        head += f", but the guard reported {result.guard_problems} problem{'s' if result.guard_problems != 1 else ''}"
     if result.signal:
         head += f" ({result.signal})"
     if result.timed_out:

@@ -27,7 +27,8 @@ class RunResult:
     rank_logs: tuple[str, ...] = ()
     error_files: tuple[str, ...] = ()
     guard_files: tuple[str, ...] = ()
-    diagnosis: Any = None  # distdx.diagnose.Diagnosis when the job failed and diagnosis ran
+    guard_problems: int = 0  # warning and error events the guard wrote
+    diagnosis: Any = None  # distdx.diagnose.Diagnosis when the job failed (or the guard found problems) and diagnosis ran
     diagnosis_error: str = ""
     interrupted: bool = False
     timed_out: bool = False
@@ -57,6 +58,7 @@ class RunResult:
             "rank_logs": list(self.rank_logs),
             "error_files": list(self.error_files),
             "guard_files": list(self.guard_files),
+            "guard_problems": self.guard_problems,
             "env_added": dict(self.plan.env),
             "diagnosis": self.diagnosis.to_dict() if self.diagnosis is not None else None,
         }
@@ -117,13 +119,40 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def _collect(out: Path) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    rank_logs = sorted(str(p) for p in out.glob("torchrun/**/*.log")) + sorted(str(p) for p in out.glob("ranks/*.log"))
-    error_files = sorted(str(p) for p in out.glob("torchrun/**/error.json"))
-    if (out / "error.json").is_file():
-        error_files.append(str(out / "error.json"))
-    guard_files = sorted(str(p) for p in out.glob("guard/guard-rank*.jsonl"))
+def _collect(out: Path, since: float) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """This run's files under ``out``: an earlier run into the same folder left its own behind."""
+
+    def fresh(paths) -> list[str]:
+        kept = []
+        for p in paths:
+            try:
+                if p.is_file() and p.stat().st_mtime >= since:
+                    kept.append(str(p))
+            except OSError:
+                continue
+        return sorted(kept)
+
+    rank_logs = fresh(out.glob("torchrun/**/*.log")) + fresh(out.glob("ranks/*.log"))
+    error_files = fresh(out.glob("torchrun/**/error.json")) + fresh([out / "error.json"])
+    guard_files = fresh(out.glob("guard/guard-rank*.jsonl"))
     return tuple(rank_logs), tuple(error_files), tuple(guard_files)
+
+
+def _clear_previous_run(out: Path) -> None:
+    """The guard appends to its per-rank files and @record writes error.json only on failure: an
+    earlier run's copies in the same folder would be read as this run's."""
+    for p in (*out.glob("guard/guard-rank*.jsonl"), out / "error.json"):
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            raise DistdxError(
+                "DX-RUN-005",
+                f"cannot remove {p}, left by an earlier run in {out}",
+                why=str(e),
+                hint="pass a new folder with --out",
+            ) from None
 
 
 def execute(
@@ -145,6 +174,8 @@ def execute(
             why=str(e),
             hint="pass a writable folder with --out",
         ) from None
+    _clear_previous_run(out)
+    started_at = time.time() - 1.0  # file times have coarse resolution on some file systems
     env = dict(os.environ)
     env.update(plan.env)
     output_log = out / "output.log"
@@ -217,7 +248,7 @@ def execute(
         except ValueError:
             sig_name = f"signal {-code}"
         code = 128 - code
-    rank_logs, error_files, guard_files = _collect(out)
+    rank_logs, error_files, guard_files = _collect(out, started_at)
     result = RunResult(
         plan=plan,
         exit_code=code,
@@ -228,12 +259,26 @@ def execute(
         rank_logs=rank_logs,
         error_files=error_files,
         guard_files=guard_files,
+        guard_problems=_guard_problems(guard_files),
         interrupted=interrupts[0] > 0,
         timed_out=timed_out,
     )
-    if not diagnose or not result.failed:
+    # a job that ran to the end with NaNs or drifting replicas still deserves the diagnosis
+    if not diagnose or not (result.failed or result.guard_problems):
         return result
     return _with_diagnosis(result)
+
+
+def _guard_problems(files: tuple[str, ...]) -> int:
+    from distdx.guard.events import read_events
+
+    count = 0
+    for f in files:
+        try:
+            count += sum(1 for e in read_events(f) if e.severity in ("warning", "error"))
+        except DistdxError:
+            continue  # unreadable: the diagnosis says so
+    return count
 
 
 def _with_diagnosis(result: RunResult) -> RunResult:

@@ -53,6 +53,7 @@ def scenarios(timeout_s: float) -> list[Scenario]:
     return [
         Scenario("collective-shape-mismatch", LAB / "collective_shape_mismatch.py", t, ("collective_mismatch",), 1, 0),
         Scenario("rank-skips-collective", LAB / "rank_skips_collective.py", t, ("collective_diverged", "collective_skipped"), 1, 2),
+        Scenario("stalled-rank", LAB / "stalled_rank.py", t, ("hang",), 1, 2),
         Scenario("rank-dependent-model", LAB / "rank_dependent_model.py", t, ("model_mismatch",), 1, None),
         Scenario("uneven-batches", LAB / "uneven_batches.py", t, ("uneven_batches",), 0, 2),
         Scenario("nan-at-step", LAB / "nan_at_step.py", {**t, "LAB_FAULT_STEP": "3"}, ("nonfinite_loss", "exception"), 1, 3),

@@ -177,3 +177,16 @@ def test_merge_announced_brings_a_stale_heartbeat_up_to_date():
     before = dict(beat)
     compare.merge_announced(beat, [*rec(2, step=1), 12.0])  # older than what the heartbeat has
     assert beat == before
+
+
+def test_hang_step_is_the_step_of_the_call_being_waited_in():
+    # a script without optimizer steps publishes step 0; its records carry the loop iteration
+    now = 1000.0
+    beats = {
+        0: hb(0, act=["collective", "world", 3, "all_reduce", "s.py:24", now - 25], counts={"world": 3}, step=0,
+              last=rec(3, step=2)),
+        1: hb(1, counts={"world": 2}, step=0, last=rec(2, step=1)),
+    }
+    finding = compare.find_hang(beats, now, 20.0, {})
+    assert finding.ranks == (1,) and finding.step == 2
+    assert finding.message.startswith("hang at step 2: rank 0 has waited 25.0 s in all_reduce seq 3")

@@ -278,7 +278,11 @@ def find_hang(heartbeats: dict[int, dict], now: float, hang_s: float, lost: dict
         else:
             waiting.append(p)
     what = f"{op} seq {seq} on group {group}" + (f" at {site}" if site else "") if kind == "collective" else f"{kind}"
-    step = hb.get("step")
+    # the step of the call being waited in: without optimizer steps the published step stays 0,
+    # while each record carries the loop iteration it was made in
+    current = hb.get("last_by_group", {}).get(group) if kind == "collective" else None
+    at_call = current[STEP] if current and current[SEQ] == seq and current[STEP] is not None else None
+    step = at_call if at_call is not None else hb.get("step")
     head = f"hang at step {step}: {_rank_list(waiting)} {'has' if len(waiting) == 1 else 'have'} waited {now - since:.1f} s in {what}"
     if lagging:
         message = f"{head}; " + "; ".join(notes)
@@ -289,7 +293,7 @@ def find_hang(heartbeats: dict[int, dict], now: float, hang_s: float, lost: dict
         kind="hang",
         message=message,
         ranks=culprits,
-        step=step if not lagging else heartbeats.get(lagging[0], {}).get("step", step),
+        step=step if not lagging or at_call is not None else heartbeats.get(lagging[0], {}).get("step", step),
         key=f"hang:{group}:{seq}:{kind}",
         fields={"waiting": waiting, "lagging": lagging, "op": op, "seq": seq, "group": group, "waited_s": round(now - since, 1)},
     )

@@ -4,7 +4,7 @@ A rule file is YAML with ``version: 1`` and a list ``rules``. Each rule::
 
     - code: DX-NCCL-001            # stable, never reused: DX-<AREA>-NNN
       title: NCCL watchdog timed out on a collective
-      status: stable               # stable | preview | deprecated
+      status: stable               # stable | preview (fires; not yet a text-model document) | deprecated
       severity: error              # error | warning | info
       weight: 1.0                  # strength of the evidence, 0 < w <= 1 (vague cues lower)
       cascade: false               # true when the line is usually a consequence on other ranks

@@ -8,9 +8,9 @@ How a score comes about, per dimension (stage, symptom, root cause, fix pattern)
    rest of its block (0.6), the same rank (0.7), another rank (0.5), or a line that is a
    consequence of the first failure, a rule marked ``cascade``, or a line that reads like a
    cascade (``logs/cascade.yaml``) when the first failure is a real error (0.25, and 0.3 times
-   that once a rule explains the first failure itself). Each rule counts once, at its strongest hit, and
-   rules are taken strongest first with a decay, so many weak signatures cannot outvote one
-   strong one.
+   that once a rule explains the first failure itself). Each rule counts once, at its strongest
+   hit, and rules are taken strongest first with a decay, so many weak signatures cannot outvote
+   one strong one.
 2. The text model votes with the labels of the nearest known issues and of the rules read as
    labelled documents (nearest neighbours and naive Bayes), over the lines that are not cascade.
 3. The study's shares are the prior.

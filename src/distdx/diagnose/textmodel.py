@@ -38,6 +38,7 @@ NB_TEMPERATURE = 1.0
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ied", "ies", "ed", "es", "ly", "s")
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """A light suffix stripper: 'hangs', 'hanging' -> 'hang'; identifiers with '_' or digits are kept."""
     if "_" in word or any(ch.isdigit() for ch in word):

@@ -36,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
                  "symptoms": r.symptoms, "root_causes": r.root_causes, "fix_patterns": r.fix_patterns}
                 for r in rules]}, indent=2))
         else:
-            emit("\n".join(f"{r.code:<16} {max(r.symptoms, key=r.symptoms.get):<5} {r.title}" for r in rules))
+            emit("\n".join(f"{r.code:<16} {max(r.symptoms, key=r.symptoms.get):<5} {r.title}"
+                            + ("" if r.status == "stable" else f" ({r.status})") for r in rules))
         return 0
     if args.action == "show":
         for r in rules:

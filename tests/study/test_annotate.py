@@ -206,6 +206,12 @@ def test_kb_build_from_study_db_and_from_cases(mined_db, tmp_path):
         done = cli("kb", "build", "--from", str(dev), "--out", str(out2))
         assert done.returncode == 0, done.stderr
         assert len(parse_index(out2.read_text())) == 137
+        # several sources merge into one index; an issue in two of them is indexed once
+        done = cli("kb", "build", "--from", db, "--from", str(dev), "--from", db, "--out", str(out2), "--format", "json")
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        assert report["issues"] == 139 and report["skipped_duplicates"] == 2 and report["sources"] == [db, str(dev), db]
+        assert [i.id for i in parse_index(out2.read_text())][:2] == [f"acme-widgets-{n}" for n in numbers]
 
 
 def test_kb_build_from_a_case_file_imported_into_a_study(tmp_path):

@@ -13,8 +13,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = p.add_subparsers(dest="kb_command", metavar="ACTION")
     p.set_defaults(func=lambda args: (p.print_help(), 0)[1])
     b = s.add_parser("build", help="turn adjudicated issues into the known-issue index")
-    b.add_argument("--from", dest="source", required=True,
-                   help="a case-format .jsonl file, or a study database (path or SQLAlchemy URL)")
+    b.add_argument("--from", dest="sources", action="append", required=True, metavar="SOURCE",
+                   help="a case-format .jsonl file, or a study database (path or SQLAlchemy URL); "
+                        "repeat to merge several")
     b.add_argument("--out", help="where to write the index (default: the package's knowledge/data/known_issues.jsonl)")
     add_format_option(b, ("text", "json"))
     b.set_defaults(func=run_build)
@@ -23,9 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_build(args: argparse.Namespace) -> int:
     from distdx.study.kb import build_kb
 
-    result = build_kb(args.source, args.out)
+    result = build_kb(args.sources, args.out)
     if args.format == "json":
-        emit(json.dumps({"source": result.source, "out": str(result.out), "issues": result.issues,
+        # "source" (the first) is kept for callers of the one-source version; "sources" has them all
+        emit(json.dumps({"source": result.sources[0], "sources": list(result.sources), "out": str(result.out),
+                         "issues": result.issues,
                          "skipped_duplicates": result.skipped_duplicates}, indent=2))
     else:
         extra = f" ({result.skipped_duplicates} duplicates left out)" if result.skipped_duplicates else ""

@@ -13,7 +13,7 @@ DEFAULT_OUT = Path(__file__).resolve().parents[1] / "knowledge" / "data" / "know
 
 @dataclass(frozen=True)
 class KbBuild:
-    source: str
+    sources: tuple[str, ...]
     out: Path
     issues: int
     skipped_duplicates: int
@@ -39,8 +39,11 @@ def known_issues_from(source: str) -> list[KnownIssue]:
             for n, r in enumerate(records, 1)]
 
 
-def build_kb(source: str, out: str | Path | None = None) -> KbBuild:
-    issues = known_issues_from(source)
+def build_kb(sources: str | list[str] | tuple[str, ...], out: str | Path | None = None) -> KbBuild:
+    """One index from one or more sources; an issue in several (the same id) is indexed once,
+    from the first source that has it."""
+    sources = (sources,) if isinstance(sources, str) else tuple(sources)
+    issues = [issue for source in sources for issue in known_issues_from(source)]
     unique: dict[str, KnownIssue] = {}
     for issue in issues:  # the same issue twice (e.g. two imports) is indexed once
         unique.setdefault(issue.id, issue)
@@ -50,4 +53,4 @@ def build_kb(source: str, out: str | Path | None = None) -> KbBuild:
         write_index(list(unique.values()), target)
     except OSError as e:
         raise DistdxError("DX-STUDY-102", f"cannot write {target}: {e.strerror}", hint="pick another --out") from None
-    return KbBuild(source, target, len(unique), len(issues) - len(unique))
+    return KbBuild(sources, target, len(unique), len(issues) - len(unique))

@@ -15,9 +15,9 @@ AUTOLOAD_DIR = Path(__file__).resolve().parent.parent / "guard" / "_autoload"
 PACKAGE_PARENT = Path(__file__).resolve().parent.parent.parent
 # The NCCL flight recorder's variables were renamed (TORCH_NCCL_TRACE_BUFFER_SIZE -> TORCH_FR_BUFFER_SIZE,
 # TORCH_NCCL_DEBUG_INFO_TEMP_FILE -> TORCH_FR_DUMP_TEMP_FILE). Recent torch warns once per rank on the
-# old names; older releases read only those. The new names are used from this release on (an older
+# old names; older releases read only those. The new names go to a torch matching this (an older
 # torch that already knows them just prints the warning).
-FLIGHT_RECORDER_RENAMED_IN = (2, 10)
+FLIGHT_RECORDER_NEW_NAMES = ">=2.10"
 
 
 @dataclass(frozen=True)
@@ -51,15 +51,6 @@ def _installed_torch() -> str:
         return metadata.version("torch")
     except metadata.PackageNotFoundError:
         return ""
-
-
-def _release(version: str) -> tuple[int, int]:
-    """(major, minor) of a version string such as "2.13.0+cpu"; (0, 0) when there is none."""
-    parts = version.split("+")[0].split(".")
-    try:
-        return int(parts[0]), int(parts[1])
-    except (IndexError, ValueError):
-        return 0, 0
 
 
 def _is_python(word: str) -> bool:
@@ -132,7 +123,10 @@ def plan_run(
     if launcher != "torchrun":
         add("TORCHELASTIC_ERROR_FILE", str(out / "error.json"), "@record-decorated entry points write their exception here")
     buffer_vars, dump_vars = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"), ("TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE")
-    renamed = _release(torch_version if torch_version is not None else _installed_torch()) >= FLIGHT_RECORDER_RENAMED_IN
+    from distdx.doctor.versions import satisfies
+
+    version = torch_version if torch_version is not None else _installed_torch()
+    renamed = satisfies(version, FLIGHT_RECORDER_NEW_NAMES) is True  # None: no torch here
     if not any(k in env_in for k in buffer_vars):
         add(buffer_vars[0 if renamed else 1], "2000", "NCCL flight recorder: the last 2000 collectives per rank")
     if not any(k in env_in for k in dump_vars):

@@ -83,10 +83,7 @@ def _from_guard_events(lines: list[LogLine]) -> FirstFailure | None:
     found.sort(key=lambda t: (t[0], t[1]))
     first = found[0][2]
     later = [line for _, _, line in found[1:]]
-    where = f"rank {first.rank}" if first.rank is not None else "an unknown rank"
-    if first.host:
-        where += f" on {first.host}"
-    reason = f"no error in the logs; the guard's earliest error event, on {where}, chosen by the time it was written"
+    reason = f"no error in the logs; the guard's earliest error event, on {_describe(first)}, chosen by the time it was written"
     if later:
         reason += f"; {len(later)} later guard events look like its spread"
     return FirstFailure(line=first, text=first.text, reason=reason, cascade=tuple(later[:_MAX_CASCADE]))
@@ -114,10 +111,10 @@ class _Candidate:
     cascade: str = ""
 
 
-def _describe(c: _Candidate) -> str:
-    where = f"rank {c.line.rank}" if c.line.rank is not None else "an unknown rank"
-    if c.line.host:
-        where += f" on {c.line.host}"
+def _describe(line: LogLine) -> str:
+    where = f"rank {line.rank}" if line.rank is not None else "an unknown rank"
+    if line.host:
+        where += f" on {line.host}"
     return where
 
 
@@ -209,7 +206,7 @@ def find_first_failure(lines: list[LogLine], blocks: list[Block]) -> FirstFailur
         what = "only cascade-type errors were found; this is the earliest of them"
     else:
         what = "no error was logged, only the launcher's summary"
-    reason = f"{what}, on {_describe(first)}, chosen by {order}"
+    reason = f"{what}, on {_describe(first.line)}, chosen by {order}"
     if cascade:
         reason += f"; {len(cascade)} later errors"
         if cascade_ranks:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import sys
 
 from distdx import __version__
@@ -108,7 +109,7 @@ def _finite(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value != value or value in (float("inf"), float("-inf")):
+    if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
     return value
 

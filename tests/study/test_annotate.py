@@ -245,3 +245,30 @@ def test_suggest_shows_the_real_engine_suggestion(mined_db):
     values = line.removeprefix("engine suggests: ").split(" / ")
     assert line.endswith("nothing") or LabelSet.from_dict(dict(zip(
         ("stage", "symptom", "root_cause", "fix_pattern", "distributed_specific"), values))).stage.startswith("S")
+
+
+def test_adjudication_takes_a_third_readings_decisions_and_asks_the_rest(mined_db, tmp_path):
+    db, _ = mined_db
+    same = LabelSet("S4", "4.7", "R4.7", "F3", True)
+    with open_store(db) as store:
+        a, b, c = [i.number for i in queue(store)[:3]]
+        label(store, a, "A", same)
+        label(store, a, "B", same)
+        for n in (b, c):
+            label(store, n, "A", same)
+            label(store, n, "B", LabelSet("S4", "4.11", "R4.7", "F1", True))
+    decisions = tmp_path / "C.jsonl"
+    # the third reading also names a root cause the annotators agreed on: their agreement stands
+    decisions.write_text(json.dumps({"id": "x", "url": f"https://github.com/acme/widgets/issues/{b}", "annotator": "C",
+                                     "note": "a hang, and the fix was a launch setting",
+                                     "labels": {"stage": "S4", "symptom": "4.11", "root_cause": "R4.1",
+                                                "fix_pattern": "F1", "distributed_specific": True}}) + "\n")
+    done = cli("study", "adjudicate", "--db", db, "--decisions", str(decisions), "--format", "json", stdin="")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout[done.stdout.index("{\n"):]) == {"agreed": 1, "adjudicated": 1, "remaining": 1,
+                                                                  "stopped": True}
+    with open_store(db) as store:
+        final = load_adjudications(store)
+    assert final[("acme/widgets", b)] == (LabelSet("S4", "4.11", "R4.7", "F1", True), "adjudicated",
+                                          "a hang, and the fix was a launch setting")
+    assert ("acme/widgets", c) not in final  # not covered by the decisions, and nobody answered

@@ -31,6 +31,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_format_option(m, ("text", "json"))
     m.set_defaults(func=run_mine)
 
+    im = s.add_parser("import", help="store an offline dump of issues (JSON or JSONL) as if it had been mined",
+                      description=_dump_doc(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    im.add_argument("dump", nargs="+", help="one or more .json (list of issues) or .jsonl (an issue a line) files")
+    im.add_argument("--db", default="study.db", help=DB_HELP)
+    add_format_option(im, ("text", "json"))
+    im.set_defaults(func=run_import)
+
     sel = s.add_parser("select", help="apply the study's selection criteria and show the funnel")
     sel.add_argument("--db", default="study.db", help=DB_HELP)
     _selection_options(sel)
@@ -63,6 +70,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--db", default="study.db", help=DB_HELP)
     d.add_argument("--adjudicator", default="", help="your name (recorded with each decision)")
     d.add_argument("--annotators", help="whose labels to compare (comma-separated; default: all)")
+    d.add_argument("--decisions", metavar="FILE",
+                   help="a third reading's labels (.csv, .jsonl, .json): they settle the dimensions the annotators "
+                        "differ on, without asking; issues it does not cover are asked as usual")
+    d.add_argument("--io-format", choices=("csv", "jsonl", "labelstudio"), help="decisions file format (default: by extension)")
     add_format_option(d, ("text", "json"))
     d.set_defaults(func=run_adjudicate)
 
@@ -156,6 +167,26 @@ def run_mine(args: argparse.Namespace) -> int:
         f"{len(result.waits)} waits; {result.issues_total} issues stored; next --since {result.cursor or '-'}",
         "" if token else "note: no token (GITHUB_TOKEN or gh auth login): GitHub allows 60 requests an hour without one",
     ]).rstrip())
+    return 0
+
+
+def _dump_doc() -> str:
+    from distdx.study import dump
+
+    return dump.__doc__.split("\n\n", 1)[1].strip()
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from distdx.study.dump import import_dump
+    from distdx.study.store import open_store
+
+    with open_store(args.db) as store:
+        results = [import_dump(store, path) for path in args.dump]
+    if args.format == "json":
+        emit(json.dumps([vars(r) for r in results], indent=2))
+    else:
+        emit("\n".join(f"{r.path}: {r.issues} issues, {r.comments} comments, {r.linked_prs} linked pull requests"
+                        for r in results) + f"\nnext: distdx study select --db {args.db}")
     return 0
 
 
@@ -286,9 +317,13 @@ def run_adjudicate(args: argparse.Namespace) -> int:
     from distdx.study.annotate import adjudicate_session
     from distdx.study.store import open_store
 
+    from distdx.study.labelio import read_labels
+
     annotators = tuple(a.strip() for a in (args.annotators or "").split(",") if a.strip())
+    decisions = read_labels(args.decisions, args.io_format) if args.decisions else ()
     with open_store(args.db, must_exist=True) as store:
-        result = adjudicate_session(store, _ask, _say, annotators=annotators, adjudicator=args.adjudicator)
+        result = adjudicate_session(store, _ask, _say, annotators=annotators, adjudicator=args.adjudicator,
+                                    decisions=decisions)
     if args.format == "json":
         emit(json.dumps(vars(result), indent=2))
     else:

@@ -13,7 +13,7 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable
+from typing import Callable, Iterable
 
 from distdx.errors import DistdxError
 from distdx.knowledge.taxonomy import UNKNOWN, taxonomy
@@ -300,8 +300,11 @@ class AdjudicationResult:
 
 
 def adjudicate_session(store: Store, ask: Ask, say: Say, *, annotators: tuple[str, ...] = (),
-                       adjudicator: str = "") -> AdjudicationResult:
-    """Record final labels: unanimous issues at once (``agreed``), the others by asking (``adjudicated``)."""
+                       adjudicator: str = "", decisions: Iterable[LabelRecord] = ()) -> AdjudicationResult:
+    """Record final labels: unanimous issues at once (``agreed``), the others from a third reading's
+    ``decisions`` where it covers them, else by asking (``adjudicated``). A decision only settles the
+    dimensions the annotators differ on; where they agree, their label stands."""
+    third = {_issue_key(r): r for r in decisions}
     by_issue: dict[tuple[str, int], dict[str, LabelSet]] = {}
     for a in load_annotations(store, annotators):
         by_issue.setdefault((a.repo, a.number), {})[a.annotator] = a.labels
@@ -318,6 +321,18 @@ def adjudicate_session(store: Store, ask: Ask, say: Say, *, annotators: tuple[st
             agreed += 1
         else:
             pending.append((key, labels))
+    undecided = []
+    for key, labels in pending:
+        decision = third.get(key)
+        if decision is None:
+            undecided.append((key, labels))
+            continue
+        final = {dim: (values[0] if len(set(values)) == 1 else decision.labels.value(dim))
+                 for dim in DIMENSIONS for values in [[l.value(dim) for l in labels.values()]]}
+        save_adjudication(store, key[0], key[1], LabelSet.from_dict(final), "adjudicated",
+                          adjudicator or decision.annotator, decision.note)
+        adjudicated += 1
+    pending = undecided
     for n, (key, labels) in enumerate(pending, 1):
         issue = issues[key]
         say(f"\n=== [{n}/{len(pending)}] {issue.key}: the annotators differ ===")
@@ -345,7 +360,7 @@ def adjudicate_session(store: Store, ask: Ask, say: Say, *, annotators: tuple[st
                     break
             note = ask("note (optional, one line)> ").strip()
         except (_Quit, EOFError):
-            return AdjudicationResult(agreed, adjudicated, len(pending) - adjudicated, True)
+            return AdjudicationResult(agreed, adjudicated, len(pending) - (n - 1), True)
         save_adjudication(store, key[0], key[1], LabelSet.from_dict(final), "adjudicated", adjudicator, note)
         adjudicated += 1
         say(f"saved {issue.key}")

@@ -15,6 +15,7 @@ TAXONOMY_DIMENSIONS = DIMENSIONS[:4]
 # Repositories whose issues the case format names `<framework>-<number>`.
 FRAMEWORK_OF_REPO = {
     "microsoft/deepspeed": "deepspeed",
+    "deepspeedai/deepspeed": "deepspeed",
     "nvidia/megatron-lm": "megatron-lm",
     "hpcaitech/colossalai": "colossalai",
     "pytorch/pytorch": "torch.distributed",

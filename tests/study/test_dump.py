@@ -95,3 +95,40 @@ def test_study_import_cli(tmp_path):
     missing = subprocess.run([sys.executable, "-m", "distdx", "study", "import", str(tmp_path / "nope.json"), "--db", db],
                              capture_output=True, text=True, timeout=120, env=env)
     assert missing.returncode == 2 and "no dump at" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_case_records_go_through_import_annotation_adjudication_and_export_unchanged(tmp_path):
+    """The corpus path: case records (no labels) -> two blind annotations -> third reading -> final cases."""
+    from distdx.study.annotate import adjudicate_session, export_records, import_labels
+    from distdx.study.kb import build_kb
+    from distdx.study.labelio import LabelRecord
+    from distdx.study.records import LabelSet
+
+    cases = [{"id": f"acme-trainer-{n}", "url": f"https://github.com/acme/trainer/issues/{n}", "framework": "deepspeed",
+              "title": f"t{n}", "context": f"context {n}", "log": f"RuntimeError: boom {n}", "resolution": f"r{n}",
+              "batch": "b1", "split": split} for n, split in ((1, "train"), (2, "test"))]
+    path = write(tmp_path, "cases.jsonl", "\n".join(json.dumps(c) for c in cases) + "\n")
+    a = LabelSet("S4", "4.7", "R4.7", "F1", True)
+    b = LabelSet("S4", "4.7", "R4.7", "F3", True)
+    db = str(tmp_path / "s.db")
+    with open_store(db) as store:
+        import_dump(store, path)
+        import_labels(store, [LabelRecord(c["id"], c["url"], a, "A") for c in cases], round_no=1)
+        import_labels(store, [LabelRecord(cases[0]["id"], cases[0]["url"], a, "B"),
+                              LabelRecord(cases[1]["id"], cases[1]["url"], b, "B")], round_no=1)
+        decision = LabelRecord("x", cases[1]["url"], b, "C", "a framework setting")
+        result = adjudicate_session(store, lambda p: "", lambda t: None, decisions=[decision])
+        final = export_records(store, final=True)
+    assert (result.agreed, result.adjudicated, result.remaining) == (1, 1, 0)
+    assert [r.id for r in final] == ["acme-trainer-1", "acme-trainer-2"]
+    assert final[0].case["context"] == "context 1" and final[0].case["log"] == "RuntimeError: boom 1"
+    assert final[0].case["label_source"] == "agreed" and final[1].case["label_source"] == "adjudicated"
+    assert final[1].labels == b and final[1].note == "a framework setting"
+    assert final[1].case["annotations"] == {"A": a.to_dict(), "B": b.to_dict()}
+    out = tmp_path / "final.jsonl"
+    from distdx.study.labelio import write_labels
+    write_labels(final, out)
+    index = tmp_path / "index.jsonl"
+    assert build_kb([str(out)], index).issues == 2
+    kept = build_kb([str(out)], index, skip_splits=("test",))
+    assert kept.issues == 1 and "acme-trainer-2" not in index.read_text()

@@ -16,6 +16,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--from", dest="sources", action="append", required=True, metavar="SOURCE",
                    help="a case-format .jsonl file, or a study database (path or SQLAlchemy URL); "
                         "repeat to merge several")
+    b.add_argument("--skip-split", dest="skip_splits", action="append", default=[], metavar="NAME",
+                   help="leave out cases whose `split` field is NAME (e.g. test, to keep a test split unseen); repeatable")
     b.add_argument("--out", help="where to write the index (default: the package's knowledge/data/known_issues.jsonl)")
     add_format_option(b, ("text", "json"))
     b.set_defaults(func=run_build)
@@ -24,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_build(args: argparse.Namespace) -> int:
     from distdx.study.kb import build_kb
 
-    result = build_kb(args.sources, args.out)
+    result = build_kb(args.sources, args.out, tuple(args.skip_splits))
     if args.format == "json":
         # "source" (the first) is kept for callers of the one-source version; "sources" has them all
         emit(json.dumps({"source": result.sources[0], "sources": list(result.sources), "out": str(result.out),

@@ -107,11 +107,6 @@ def read_cases(path: str | Path) -> list[dict]:
     return cases
 
 
-def build_index(cases_path: str | Path, source: str | None = None) -> list[KnownIssue]:
-    label = source or Path(cases_path).name
-    return [issue_from_case(c, label, (str(cases_path), i)) for i, c in enumerate(read_cases(cases_path), 1)]
-
-
 def write_index(issues: list[KnownIssue], out: str | Path) -> None:
     with open(out, "w", encoding="utf-8") as f:
         f.write(json.dumps({"index_version": INDEX_VERSION, "count": len(issues)}) + "\n")

@@ -174,7 +174,7 @@ def export_records(store: Store, *, annotator: str | None = None, final: bool = 
             case["label_source"] = source
             case["annotations"] = {a.annotator: a.labels.to_dict() for a in load_annotations(store)
                                    if (a.repo, a.number) == (repo, number)}
-            out.append(LabelRecord(_record_id(issue), issue.url, labels, "", "", case))
+            out.append(LabelRecord(_record_id(issue), issue.url, labels, "", note, case))
         return out
     for a in load_annotations(store, (annotator,) if annotator else ()):
         issue = issues[(a.repo, a.number)]

@@ -12,6 +12,10 @@ other fields are optional and take GitHub's REST names:
   "author_association"}`` objects (GitHub's count alone is accepted too);
 - ``linked_prs``: pull requests that fixed the issue, as URLs or ``OWNER/REPO#N``.
 
+Case-format records (``shared/cases/CASES.md``: ``id``, ``title``, ``context``, ``log``,
+``resolution``, ...) are dumps too: the case is kept as written, so annotation shows it and
+``annotate --export`` gives it back; its ``labels`` are not imported (that is ``annotate --import``).
+
 An imported issue counts as having its timeline, so every selection filter applies to it,
 ``no-linked-pr`` through ``linked_prs``. Importing the same dump twice stores everything once.
 """
@@ -122,18 +126,27 @@ def dump_rows(path: str | Path, item: dict, where: str) -> tuple[dict, list[dict
         count = 0
     else:
         raise _bad(path, where, "`comments` is neither a list of comments nor a count")
-    labels = item.get("labels") or []
+    is_case = "context" in item
+    labels = [] if is_case else item.get("labels") or []
     if not isinstance(labels, list):
         raise _bad(path, where, "`labels` is not a list")
     names = sorted({str(l.get("name", "")) if isinstance(l, dict) else str(l) for l in labels} - {""})
     closed_at = item.get("closed_at")
-    state = str(item.get("state") or ("closed" if closed_at else "open")).lower()
-    updated = item.get("updated_at") or closed_at or item.get("created_at")
+    state = str(item.get("state") or ("closed" if closed_at or is_case else "open")).lower()
+    created = item.get("created_at") or item.get("created") or None
+    updated = item.get("updated_at") or closed_at or created
+    body = str(item.get("body") or "")
+    case_json = None
+    if is_case:
+        case = {k: v for k, v in item.items() if k not in ("url", "html_url", "labels", "annotations")}
+        body = body or "\n\n".join(x for x in (str(case.get("context") or ""),
+                                               f"```\n{case['log']}\n```" if case.get("log") else "") if x)
+        case_json = dumps(case)
     issue = dict(
-        repo=repo, number=number, title=str(item.get("title") or ""), body=str(item.get("body") or ""),
+        repo=repo, number=number, title=str(item.get("title") or ""), body=body,
         state=state, labels=dumps(names), author=_login(item.get("author") or item.get("user")),
-        comments=count, created_at=item.get("created_at"), updated_at=updated, closed_at=closed_at,
-        html_url=url, timeline_synced=str(updated or "dump"))
+        comments=count, created_at=created, updated_at=updated, closed_at=closed_at,
+        html_url=url, timeline_synced=str(updated or "dump"), case_json=case_json)
     events = []
     for ref in item.get("linked_prs") or []:
         pr = _pr_ref(ref)

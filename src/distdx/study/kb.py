@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from distdx.errors import DistdxError
-from distdx.knowledge.known_issues import KnownIssue, build_index, issue_from_case, write_index
+from distdx.knowledge.known_issues import KnownIssue, issue_from_case, read_cases, write_index
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "knowledge" / "data" / "known_issues.jsonl"
 
@@ -19,10 +19,13 @@ class KbBuild:
     skipped_duplicates: int
 
 
-def known_issues_from(source: str) -> list[KnownIssue]:
-    """Known issues from a case-format JSONL file, or from a study database's adjudicated issues."""
+def known_issues_from(source: str, skip_splits: tuple[str, ...] = ()) -> list[KnownIssue]:
+    """Known issues from a case-format JSONL file, or from a study database's adjudicated issues.
+    Cases whose ``split`` is in ``skip_splits`` (a frozen test split, say) are left out."""
     if source.endswith(".jsonl"):
-        return build_index(source)
+        label = Path(source).name
+        return [issue_from_case(c, label, (source, n)) for n, c in enumerate(read_cases(source), 1)
+                if c.get("split") not in skip_splits]
     if "://" not in source and not Path(source).is_file():
         raise DistdxError("DX-STUDY-100", f"nothing to build from at {source}",
                           hint="give a case-format .jsonl file or a study database (path or SQLAlchemy URL)")
@@ -36,14 +39,15 @@ def known_issues_from(source: str) -> list[KnownIssue]:
                           hint="run `distdx study adjudicate` first")
     label = Path(source).name if "://" not in source else source.split("://")[0]
     return [issue_from_case({"id": r.id, "url": r.url, **r.case, "labels": r.labels.to_dict()}, label, (source, n))
-            for n, r in enumerate(records, 1)]
+            for n, r in enumerate(records, 1) if r.case.get("split") not in skip_splits]
 
 
-def build_kb(sources: str | list[str] | tuple[str, ...], out: str | Path | None = None) -> KbBuild:
+def build_kb(sources: str | list[str] | tuple[str, ...], out: str | Path | None = None,
+             skip_splits: tuple[str, ...] = ()) -> KbBuild:
     """One index from one or more sources; an issue in several (the same id) is indexed once,
     from the first source that has it."""
     sources = (sources,) if isinstance(sources, str) else tuple(sources)
-    issues = [issue for source in sources for issue in known_issues_from(source)]
+    issues = [issue for source in sources for issue in known_issues_from(source, skip_splits)]
     unique: dict[str, KnownIssue] = {}
     for issue in issues:  # the same issue twice (e.g. two imports) is indexed once
         unique.setdefault(issue.id, issue)

@@ -12,6 +12,7 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1  # the command ran and found problems (lint errors, failed checks)
 EXIT_USAGE = 2  # bad arguments or unusable input
 EXIT_INTERNAL = 3  # a bug in distdx
+EXIT_NO_FAILURE = 4  # diagnose: the input reports no failure (blank, or a clean log)
 
 
 class DistdxError(Exception):

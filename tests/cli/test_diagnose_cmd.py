@@ -66,3 +66,32 @@ def test_bad_input_is_a_message_not_a_traceback(tmp_path, content, code):
 def test_missing_file():
     p = run("diagnose", "/nonexistent/distdx.log")
     assert p.returncode == 2 and b"Traceback" not in p.stderr and b"no such file" in p.stderr
+
+
+HOSTILE = (b"node07.cluster.internal: [rank3]: RuntimeError: NCCL error: unhandled system error, "
+           b"remote 10.20.30.40 token=ghp_abcdefghijklmnopqrstuvwxyz0123456789\n")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
+def test_redact_hosts_works_in_every_format(fmt):
+    p = run("diagnose", "-", "--format", fmt, "--redact-hosts", stdin=HOSTILE)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.decode()
+    assert "node07" not in out and "10.20.30.40" not in out and "ghp_abcdefghij" not in out
+    if fmt == "json":
+        assert json.loads(out)["first_failure"]["rank"] == 3
+
+
+def test_json_redacts_secrets_by_default_and_no_redact_keeps_them():
+    redacted = run("diagnose", "-", "--format", "json", stdin=HOSTILE)
+    assert b"ghp_abcdefghij" not in redacted.stdout and json.loads(redacted.stdout)
+    kept = run("diagnose", "-", "--format", "json", "--no-redact", stdin=HOSTILE)
+    assert b"ghp_abcdefghijklmnopqrstuvwxyz0123456789" in kept.stdout and b"node07" in kept.stdout
+
+
+@pytest.mark.parametrize("stdin", [b"  \n\n\t\n", b"epoch 1 loss 0.52\nepoch 2 loss 0.41\nsaved checkpoint to ./out\n"])
+def test_no_failure_in_the_input_has_its_own_exit_code(stdin):
+    p = run("diagnose", "-", stdin=stdin)
+    assert p.returncode == 4, p.stdout
+    assert p.stdout.decode().startswith("distdx: No failure found")
+    assert "4 no failure found" in run("diagnose", "--help").stdout.decode().replace("\n", " ").replace("  ", " ")

@@ -99,8 +99,16 @@ rules:
     assert not any(e.cascade for e in d.evidence if e.rule == "DX-TEST-003")
 
 
-def test_nothing_fits_is_said_plainly_with_low_scores():
+def test_a_clean_log_is_no_failure_not_a_diagnosis():
     parsed = _parsed([LogLine("job.log", 1, "epoch 3 finished, saving"), LogLine("job.log", 2, "all good")])
+    d = diagnose(parsed, rules=RULES, model=EMPTY_MODEL)
+    assert d.verdict == "no_failure" and d.confidence == 0.0 and not d.fixes and not d.similar
+    assert all(h.score == 0.0 for dim in DIMENSIONS for h in d.classification[dim])
+    assert d.headline.startswith("No failure found")
+
+
+def test_nothing_fits_is_said_plainly_with_low_scores():
+    parsed = _parsed([LogLine("job.log", 1, "epoch 3 finished, saving"), LogLine("job.log", 2, "then the job broke")])
     d = diagnose(parsed, rules=RULES, model=EMPTY_MODEL)
     assert d.verdict == "unexplained"
     assert d.confidence < 0.2

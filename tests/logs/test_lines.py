@@ -13,6 +13,11 @@ def test_torchrun_rank_prefix():
     assert (ln.rank, ln.text, ln.rank_from) == (3, "Traceback (most recent call last):", "prefix")
 
 
+def test_torchrun_rank_prefix_takes_the_space_torch_writes_after_it():
+    assert line("[rank3]: Traceback (most recent call last):").text == "Traceback (most recent call last):"
+    assert line('[rank3]:   File "train.py", line 3, in <module>').text == '  File "train.py", line 3, in <module>'
+
+
 def test_torchrun_role_prefix_gives_local_rank():
     ln = line("[default2]:  File \"train.py\", line 3, in <module>")
     assert ln.local_rank == 2 and ln.rank == 2 and ln.text.startswith('  File "train.py"')

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from distdx.cli import add_format_option, emit
+from distdx.errors import EXIT_NO_FAILURE
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -15,11 +16,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Read logs (files, directories, globs, .gz, or - for stdin) or a pasted issue text and "
         "print the stage, symptom, root causes, fix pattern, the first failure with its rank, the evidence, "
         "fix steps and similar known issues.",
+        epilog="exit status: 0 a diagnosis was made; 2 bad input or arguments; 3 an internal error of distdx; "
+        f"{EXIT_NO_FAILURE} no failure found (blank input, or a log with no error line, no failure signature and "
+        "no words that report a problem). JSON and Markdown output replace secrets (tokens, keys, passwords) with "
+        "placeholders unless --no-redact; plain text to the terminal keeps them unless --redact-hosts.",
     )
     p.add_argument("inputs", nargs="+", metavar="FILE", help="log files, directories, globs, or - for stdin")
     add_format_option(p)
     p.add_argument("-v", "--verbose", action="store_true", help="show every hypothesis, evidence line and reference")
-    p.add_argument("--redact-hosts", action="store_true", help="replace host names and IPs with placeholders (markdown)")
+    p.add_argument("--redact-hosts", action="store_true",
+                   help="also replace host names and IPs with stable placeholders, in every format")
+    p.add_argument("--no-redact", action="store_true",
+                   help="keep secrets in JSON and Markdown output (they are replaced by default)")
     p.set_defaults(func=run)
 
 
@@ -29,9 +37,9 @@ def run(args: argparse.Namespace) -> int:
 
     diagnosis = diagnose_files(args.inputs, stdin=sys.stdin.buffer)
     if args.format == "json":
-        emit(render_json(diagnosis))
+        emit(render_json(diagnosis, redact_secrets=not args.no_redact, redact_hosts=args.redact_hosts))
     elif args.format == "markdown":
-        emit(render_markdown(diagnosis, redact_hosts=args.redact_hosts))
+        emit(render_markdown(diagnosis, redact_secrets=not args.no_redact, redact_hosts=args.redact_hosts))
     else:
-        emit(render_text(diagnosis, verbose=args.verbose))
-    return 0
+        emit(render_text(diagnosis, verbose=args.verbose, redact_hosts=args.redact_hosts))
+    return EXIT_NO_FAILURE if diagnosis.verdict == "no_failure" else 0

@@ -33,7 +33,7 @@ from typing import BinaryIO, Sequence
 
 from distdx.diagnose.models import Diagnosis, Evidence, Fix, Hypothesis, SimilarIssue
 from distdx.diagnose.textmodel import NEIGHBOURS, RULE_DOC_PREFIX, TAXONOMY_DOC_PREFIX, Neighbour, TextModel, default_model, tokens, vote
-from distdx.knowledge.phases import phase_evidence
+from distdx.knowledge.phases import may_report_failure, phase_evidence
 from distdx.knowledge.rules import Rule, load_rules
 from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN, taxonomy
 from distdx.logs.firstfail import cascade_match
@@ -139,19 +139,24 @@ def match_rules(parsed: ParsedLog, rules: Sequence[Rule]) -> list[_Hit]:
             group.append(line)
 
     # document-level conditions (requires/excludes) are checked only for rules that fired, over
-    # the distinct lines: a cascade repeated by 500 ranks is searched once
+    # the distinct lines: a cascade repeated by 500 ranks is searched once. With a real first
+    # failure, what a rule requires must show outside its cascade: the watchdog timeouts an OOM
+    # causes on the other ranks do not make the OOM's traceback frames a hang
     whole: str | None = None
+    own: str | None = None
     admitted: dict[str, bool] = {}
 
     def admits(rule: Rule) -> bool:
-        nonlocal whole
+        nonlocal whole, own
         if rule.code not in admitted:
             if not rule.requires and not rule.excludes:
                 admitted[rule.code] = True
             else:
                 if whole is None:
                     whole = "\n".join(dict.fromkeys(line.text for line in parsed.lines))
-                admitted[rule.code] = rule.applies_to(whole)
+                    own = "\n".join(dict.fromkeys(line.text for line in parsed.lines
+                                                  if (line.source, line.lineno) not in cascade_keys)) if real_first else whole
+                admitted[rule.code] = rule.applies_to(whole, own)
         return admitted[rule.code]
 
     hits: list[_Hit] = []
@@ -301,7 +306,10 @@ def diagnose(
     dists["fix_pattern"] = _mix([(1.0, dists["fix_pattern"]), (FIX_VIA_CAUSE, via_cause)])
 
     confidence = 1 - (1 - w_rule) * (1 - w_text * 0.8)
-    if total_strength >= 0.5:
+    if parsed.first_failure is None and not hits and not may_report_failure(text):
+        verdict = "no_failure"  # a clean log or a blank paste: nothing says anything went wrong
+        confidence = 0.0
+    elif total_strength >= 0.5:
         verdict = "explained"
     elif total_strength > 0 or top_similarity >= 0.15:
         verdict = "weak"
@@ -321,7 +329,9 @@ def diagnose(
                      nb.issue.resolution, exact=nb.issue.id in exact_ids)
         for nb in (exact + known)[:MAX_SIMILAR]
     )
-    if not fixes and known and known[0].issue.resolution:
+    if verdict == "no_failure":  # nothing to explain: no advice, no look-alikes
+        fixes, similar = (), ()
+    elif not fixes and known and known[0].issue.resolution:
         best = known[0].issue
         fixes = (Fix(f"A similar known issue ({best.url}) was resolved this way: {best.resolution}", best.id),)
 
@@ -382,6 +392,10 @@ def _headline(parsed: ParsedLog, classification: dict, ranked_rules: list[_Hit],
     ff = parsed.first_failure
     if ff is not None and ff.rank is not None:
         where = f" on rank {ff.rank}" + (f" ({ff.host})" if ff.host else "")
+    if verdict == "no_failure":
+        if not parsed.text.strip():
+            return "No failure found: the input holds only blank lines."
+        return "No failure found: no error line, no failure signature and no words that report a problem."
     if verdict == "unexplained" and ff is None:
         return "No known failure signature matched; the ranking below is only the study's base rates."
     kind = tax.nodes[symptom].name if symptom else "Failure"

@@ -80,7 +80,7 @@ class Fix:
 class Diagnosis:
     classification: dict[str, tuple[Hypothesis, ...]]  # dimension -> ranked hypotheses
     confidence: float  # 0..1: how much evidence there is, not how likely the top answer is
-    verdict: str  # "explained" | "weak" | "unexplained"
+    verdict: str  # "explained" | "weak" | "unexplained" | "no_failure" (nothing in the input reports a problem)
     headline: str
     first_failure: FirstFailure | None = None
     evidence: tuple[Evidence, ...] = ()

@@ -77,9 +77,11 @@ class Rule:
                 return m
         return None
 
-    def applies_to(self, whole_text: str) -> bool:
-        """The document-level conditions: every ``requires`` occurs and no ``excludes`` does."""
-        if any(p.search(whole_text) is None for p in self.requires):
+    def applies_to(self, whole_text: str, requires_text: str | None = None) -> bool:
+        """The document-level conditions: every ``requires`` occurs (in ``requires_text`` when
+        given, else in ``whole_text``) and no ``excludes`` occurs in ``whole_text``."""
+        within = whole_text if requires_text is None else requires_text
+        if any(p.search(within) is None for p in self.requires):
             return False
         return not any(p.search(whole_text) for p in self.excludes)
 

@@ -18,8 +18,10 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@
 
 # mpirun --tag-output: `[1,3]<stderr>:` is (job, rank)
 _MPI = re.compile(r"\[\d+,(\d+)\]<(?:stdout|stderr|stddiag)>:")
-# torchrun / torchelastic: `[rank3]:` (global rank) and `[default0]:` (role + local rank)
-_TORCHRUN_RANK = re.compile(r"\[rank(\d+)\]:")
+# torchrun / torchelastic: `[rank3]: ` (global rank) and `[default0]:` (role + local rank); the one
+# space torch writes after `[rank3]:` belongs to the prefix, or `Traceback` and exception lines
+# would start with a space that the line's own text does not have
+_TORCHRUN_RANK = re.compile(r"\[rank(\d+)\]: ?")
 _TORCHRUN_ROLE = re.compile(r"\[([A-Za-z_][A-Za-z_-]*?)(\d+)\]:")
 # srun -l / --label: `3: ` (possibly space-padded)
 _SRUN = re.compile(r"\s*(\d{1,6}): ")

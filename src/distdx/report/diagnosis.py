@@ -6,7 +6,7 @@ import json
 
 from distdx.diagnose.models import Diagnosis
 from distdx.knowledge.taxonomy import taxonomy
-from distdx.report.redact import redact
+from distdx.report.redact import redact, redact_secrets
 
 _DIM_LABELS = {"stage": "stage", "symptom": "symptom", "root_cause": "root cause", "fix_pattern": "fix pattern"}
 
@@ -20,13 +20,37 @@ def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render_json(d: Diagnosis) -> str:
-    return json.dumps(d.to_dict(), indent=2, ensure_ascii=False)
+def _hosts_of(d: Diagnosis) -> list[str]:
+    ff = d.first_failure
+    return [e.line.host for e in d.evidence if e.line.host] + ([ff.host] if ff is not None and ff.host else [])
 
 
-def render_text(d: Diagnosis, *, verbose: bool = False) -> str:
+def shareable(text: str, d: Diagnosis, *, secrets: bool, hosts: bool) -> str:
+    """``text`` rendered from ``d`` with secrets (and host names and IPs) replaced by placeholders.
+    The placeholders hold no quote or backslash, so JSON stays JSON."""
+    if hosts:
+        return redact(text, hosts=True, host_names=_hosts_of(d))
+    return redact_secrets(text) if secrets else text
+
+
+def render_json(d: Diagnosis, *, redact_secrets: bool = True, redact_hosts: bool = False) -> str:
+    return shareable(json.dumps(d.to_dict(), indent=2, ensure_ascii=False), d, secrets=redact_secrets, hosts=redact_hosts)
+
+
+def render_text(d: Diagnosis, *, verbose: bool = False, redact_hosts: bool = False) -> str:
+    """For the terminal: secrets are kept unless host redaction is asked for (which redacts both)."""
+    return shareable(_text(d, verbose), d, secrets=False, hosts=redact_hosts)
+
+
+def _text(d: Diagnosis, verbose: bool) -> str:
     tax = taxonomy()
-    out = [f"distdx: {d.headline}", f"verdict: {d.verdict} (confidence {d.confidence:.2f})", ""]
+    out = [f"distdx: {d.headline}", f"verdict: {d.verdict} (confidence {d.confidence:.2f})"]
+    if d.verdict == "no_failure":
+        out += ["", "If the job did fail, give distdx the failing rank's full log (every rank's, if unsure), "
+                    "the launcher's summary or error files, or a sentence saying what went wrong."]
+        out += [f"note: {n}" for n in d.notes]
+        return "\n".join(out)
+    out.append("")
     for dim, label in _DIM_LABELS.items():
         ranked = d.classification.get(dim, ())
         if not ranked:
@@ -77,7 +101,7 @@ def render_text(d: Diagnosis, *, verbose: bool = False) -> str:
     return "\n".join(out)
 
 
-def render_markdown(d: Diagnosis, *, redact_hosts: bool = False) -> str:
+def render_markdown(d: Diagnosis, *, redact_secrets: bool = True, redact_hosts: bool = False) -> str:
     tax = taxonomy()
     out = ["## distdx diagnosis", "", f"**{d.headline}**", "",
            f"Verdict: {d.verdict}, confidence {d.confidence:.2f}.", "",
@@ -103,6 +127,4 @@ def render_markdown(d: Diagnosis, *, redact_hosts: bool = False) -> str:
         out += ["", "### Fix", ""] + [f"{i}. {f.step}" for i, f in enumerate(d.fixes, 1)]
     if d.similar:
         out += ["", "### Similar known issues", ""] + [f"- [{s.title}]({s.url}) (similarity {s.similarity:.2f})" for s in d.similar]
-    text = "\n".join(out) + "\n"
-    hosts = [e.line.host for e in d.evidence if e.line.host] + ([ff.host] if ff is not None and ff.host else [])
-    return redact(text, hosts=redact_hosts, host_names=hosts)
+    return shareable("\n".join(out) + "\n", d, secrets=redact_secrets, hosts=redact_hosts)

@@ -13,6 +13,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("cases", help="cases in the format of shared/cases (JSONL)")
     p.add_argument("--no-leave-one-out", action="store_true",
                    help="let indexed cases be their own evidence (only to measure how much the index memorises)")
+    p.add_argument("--split", help="only the cases whose `split` field is this (e.g. test: the frozen test split)")
     p.add_argument("--strict", action="store_true",
                    help="also leave out, for each case, the rules written from it (those citing its URL)")
     add_format_option(p, ("text", "json"))
@@ -22,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from distdx.diagnose.evaluate import evaluate
 
-    report = evaluate(args.cases, leave_one_out=not args.no_leave_one_out, strict=args.strict)
+    report = evaluate(args.cases, leave_one_out=not args.no_leave_one_out, strict=args.strict, split=args.split)
     if args.format == "json":
         emit(json.dumps(report.to_dict(), indent=2))
         return 0

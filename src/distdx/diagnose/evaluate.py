@@ -14,10 +14,12 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from distdx.diagnose.engine import diagnose
-from distdx.diagnose.textmodel import RULE_DOC_PREFIX
-from distdx.knowledge.known_issues import read_cases
+from distdx.diagnose.textmodel import RULE_DOC_PREFIX, TextModel, rule_documents, taxonomy_documents
+from distdx.errors import DistdxError
+from distdx.knowledge.known_issues import KnownIssue, read_cases
 from distdx.knowledge.rules import load_rules
 from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN, taxonomy
 
@@ -82,11 +84,19 @@ class EvalReport:
         }
 
 
-def evaluate(cases_path: str | Path, *, leave_one_out: bool = True, strict: bool = False) -> EvalReport:
+def evaluate(cases_path: str | Path, *, leave_one_out: bool = True, strict: bool = False,
+             split: str | None = None, known_issues: Sequence[KnownIssue] | None = None) -> EvalReport:
+    """Score the diagnosis on labelled cases; ``split`` keeps only the cases whose ``split`` field is it.
+    ``known_issues`` replaces the installed known-issue index (to compare two indexes in one run)."""
     from distdx.logs import parse_text
 
-    cases = read_cases(cases_path)
+    cases = [c for c in read_cases(cases_path) if split is None or c.get("split") == split]
+    if not cases:
+        raise DistdxError("DX-EVAL-001", f"{cases_path} has no case" + (f" in split {split!r}" if split else ""),
+                          hint="check the file, or the --split name (a case's `split` field, e.g. train or test)")
     all_rules = load_rules()
+    model = None if known_issues is None else TextModel(
+        tuple(known_issues) + rule_documents(all_rules) + taxonomy_documents())
     started = time.perf_counter()
     results = []
     for case in cases:
@@ -97,7 +107,7 @@ def evaluate(cases_path: str | Path, *, leave_one_out: bool = True, strict: bool
             rules = tuple(r for r in all_rules if all(ref.url != url for ref in r.references))
             excluded |= {RULE_DOC_PREFIX + r.code for r in all_rules if r not in rules}
         parsed = parse_text(case_input(case), source=str(case.get("id", "<case>")))
-        diagnosis = diagnose(parsed, exclude_ids=excluded, rules=rules)
+        diagnosis = diagnose(parsed, exclude_ids=excluded, rules=rules, model=model)
         gold = {d: str((case.get("labels") or {}).get(d, UNKNOWN)) for d in DIMENSIONS}
         predicted = {d: tuple(h.id for h in diagnosis.classification[d][:3]) for d in DIMENSIONS}
         results.append(CaseResult(str(case.get("id")), gold, predicted))

@@ -1,0 +1,93 @@
+"""Diagnosis accuracy on every labelled set, with the knowledge distdx has now beside a baseline
+measured in the same run.
+
+Sets:
+- corpus test: the frozen test split of corpus/cases.jsonl (a fifth of the corpus, chosen by a hash of
+  the URL; never indexed, never read to write a rule);
+- corpus train: the rest of the corpus, leave-one-out (each case is removed from the index while it is
+  scored);
+- dev: corpus/dev.jsonl (= shared/cases/dev.jsonl), leave-one-out;
+- extra: benchmarks/cases/extra.jsonl (single-annotator, never indexed).
+
+Knowledge compared:
+- "now": the installed known-issue index (dev + corpus train, `corpus/build.sh`);
+- "dev only": an index of the 137 dev cases alone, the knowledge before the corpus;
+- majority: always the most frequent label of the set.
+Beside them, the two human annotators' kappa on the set where it holds both annotations.
+
+    python benchmarks/bench_accuracy.py [--strict] [--json]
+
+`--strict` also leaves out, per case, the rules that cite its URL (the honest figure on dev).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from distdx.diagnose.evaluate import evaluate
+from distdx.knowledge.known_issues import issue_from_case, read_cases
+from distdx.knowledge.taxonomy import DIMENSIONS
+from distdx.study.agreement import cohen_kappa
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "corpus" / "cases.jsonl"
+DEV = ROOT / "corpus" / "dev.jsonl"
+EXTRA = ROOT / "benchmarks" / "cases" / "extra.jsonl"
+SETS = (("corpus test", CORPUS, "test"), ("corpus train", CORPUS, "train"), ("dev", DEV, None), ("extra", EXTRA, None))
+
+
+def human_kappa(path: Path, split: str | None) -> dict[str, float | None]:
+    cases = [c for c in read_cases(path) if split is None or c.get("split") == split]
+    pairs = [c["annotations"] for c in cases if isinstance(c.get("annotations"), dict) and len(c["annotations"]) >= 2]
+    if not pairs:
+        return {}
+    out = {}
+    for dim in DIMENSIONS:
+        a = [str(list(p.values())[0].get(dim)) for p in pairs]
+        b = [str(list(p.values())[1].get(dim)) for p in pairs]
+        out[dim] = cohen_kappa(a, b)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--strict", action="store_true", help="leave out the rules that cite each case")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+    dev_only = [issue_from_case(c, "dev.jsonl", (str(DEV), n)) for n, c in enumerate(read_cases(DEV), 1)]
+    results = {}
+    for name, path, split in SETS:
+        now = evaluate(path, split=split, strict=args.strict)
+        before = evaluate(path, split=split, strict=args.strict, known_issues=dev_only)
+        humans = human_kappa(path, split)
+        results[name] = {"n": now.cases, "seconds": round(now.seconds, 1), "dimensions": {
+            dim: {"now": {"top1": now.dimensions[dim].top1, "top3": now.dimensions[dim].top3,
+                          "kappa": now.dimensions[dim].kappa},
+                  "dev_only": {"top1": before.dimensions[dim].top1, "top3": before.dimensions[dim].top3,
+                               "kappa": before.dimensions[dim].kappa},
+                  "majority": {"label": now.dimensions[dim].majority_label, "top1": now.dimensions[dim].majority_top1},
+                  "human_kappa": humans.get(dim)}
+            for dim in DIMENSIONS if dim in now.dimensions}}
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    mode = "strict leave-one-out" if args.strict else "leave-one-out where indexed"
+    print(f"Diagnosis accuracy ({mode}); 'dev only' = index of the 137 dev cases, measured in the same run\n")
+    for name, r in results.items():
+        print(f"{name} ({r['n']} cases)")
+        print("| dimension | top-1 now | top-1 dev only | top-3 now | top-3 dev only | kappa now | human kappa | majority top-1 |")
+        print("|---|---|---|---|---|---|---|---|")
+        for dim, d in r["dimensions"].items():
+            human = "-" if d["human_kappa"] is None else f"{d['human_kappa']:.3f}"
+            print(f"| {dim} | {d['now']['top1']:.3f} | {d['dev_only']['top1']:.3f} | {d['now']['top3']:.3f} | "
+                  f"{d['dev_only']['top3']:.3f} | {d['now']['kappa']:.3f} | {human} | "
+                  f"{d['majority']['top1']:.3f} ({d['majority']['label']}) |")
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

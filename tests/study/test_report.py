@@ -18,8 +18,9 @@ from distdx.study.report import analyse, write_report
 from .browser import find_chromium, open_page
 
 # the project's shared data lies next to the repository (../shared/cases/dev.jsonl)
-DEV = Path(__file__).resolve().parents[3] / "shared" / "cases" / "dev.jsonl"
-needs_dev = pytest.mark.skipif(not DEV.is_file(), reason=f"shared/cases/dev.jsonl not found (looked at {DEV})")
+DEV = Path(__file__).resolve().parents[2] / "corpus" / "dev.jsonl"  # the shared dev cases, copied into the repo
+CORPUS = DEV.parent / "cases.jsonl"
+needs_dev = pytest.mark.skipif(not DEV.is_file(), reason=f"corpus/dev.jsonl not found (looked at {DEV})")
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
@@ -37,7 +38,7 @@ def independent_counts(path: Path) -> dict:
 @pytest.fixture(scope="module")
 def report_json(tmp_path_factory) -> tuple[dict, Path]:
     if not DEV.is_file():
-        pytest.skip(f"shared/cases/dev.jsonl not found (looked at {DEV})")
+        pytest.skip(f"corpus/dev.jsonl not found (looked at {DEV})")
     out = tmp_path_factory.mktemp("report")
     done = subprocess.run([sys.executable, "-m", "distdx", "study", "report", "--dataset", str(DEV), "--out", str(out),
                            "--format", "json"], capture_output=True, text=True, timeout=180,
@@ -147,3 +148,24 @@ def test_empty_or_bad_dataset_is_a_clear_error(tmp_path):
     done = subprocess.run([sys.executable, "-m", "distdx", "study", "report", "--dataset", str(tmp_path / "nope.db")],
                           capture_output=True, text=True, timeout=60, env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
     assert done.returncode == 2 and "Traceback" not in done.stderr and "DX-STUDY-081" in done.stderr
+
+
+@pytest.mark.browser
+def test_the_corpus_report_builds_in_under_a_minute_and_opens_in_chromium(tmp_path):
+    import time
+
+    out = tmp_path / "corpus-report"
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "distdx", "study", "report", "--dataset", str(CORPUS), "--out", str(out),
+                           "--format", "json"], capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    n = sum(1 for l in CORPUS.read_text(encoding="utf-8").splitlines() if l.strip())
+    assert data["n"] == n >= 400 and took < 60
+    chromium = find_chromium()
+    if not chromium:
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    page = open_page(chromium, out / "index.html", tmp_path / "profile")
+    assert page["errors"] == [] and f"{n} labelled issues" in page["text"]
+    assert page["images"] and all(i["ok"] and i["width"] > 100 for i in page["images"])

@@ -232,3 +232,18 @@ def test_utf16_logs_are_read_not_rejected_as_binary(tmp_path, encoding):
     assert parsed.first_failure.rank == 1
     assert "CUDA out of memory" in parsed.first_failure.text
     assert any("UTF-16" in n for n in parsed.notes)
+
+
+def test_fifos_and_devices_are_refused_not_read(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for path, kind in ((str(fifo), "FIFO"), ("/dev/zero", "device")):
+        with pytest.raises(DistdxError) as e:
+            read_logs([path])  # would block forever (FIFO) or never end (device) if opened
+        assert e.value.code == "DX-LOGS-011" and kind in str(e.value) and "distdx diagnose -" in e.value.hint
+
+
+def test_standard_input_twice_is_an_error():
+    with pytest.raises(DistdxError) as e:
+        read_logs(["-", "-"])
+    assert e.value.code == "DX-LOGS-012"

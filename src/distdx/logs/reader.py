@@ -15,6 +15,7 @@ import json
 import lzma
 import os
 import re
+import stat
 import sys
 import zlib
 from collections import deque
@@ -115,6 +116,21 @@ def _natural_key(path: str) -> list:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path)]
 
 
+def _special_kind(path: str) -> str | None:
+    """'FIFO', 'socket' or 'device' when ``path`` is one (reading it could block or never end)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISFIFO(mode):
+        return "FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return None
+
+
 def expand_inputs(inputs: Sequence[str], notes: Notes) -> list[Input]:
     """Files, directories (recursive), globs and ``-`` to a list of :class:`Input`."""
     if not inputs:
@@ -136,10 +152,20 @@ def expand_inputs(inputs: Sequence[str], notes: Notes) -> list[Input]:
         rank, local_rank = rank_from_path(path)
         out.append(Input(path, path, size, rank, local_rank))
 
+    if sum(1 for item in inputs if item == "-") > 1:
+        raise DistdxError("DX-LOGS-012", "standard input (-) given more than once",
+                          why="standard input can be read only once", hint="pass - once, or save it to a file first")
     for item in inputs:
         if item == "-":
             out.append(Input("<stdin>", None, None))
             continue
+        kind = _special_kind(item)
+        if kind:
+            raise DistdxError(
+                "DX-LOGS-011", f"{item} is a {kind}, not a log file",
+                why="reading it could block forever or never end",
+                hint=f"save what it carries to a file first, or pipe it in: cat {item} | distdx diagnose -",
+            )
         if os.path.isdir(item):
             found = []
             for root, dirs, files in os.walk(item, onerror=lambda e: notes.add(f"cannot list directory ({e.strerror})", e.filename or item)):

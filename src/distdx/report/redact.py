@@ -1,33 +1,59 @@
 """Redaction of secrets, and optionally of host names and IP addresses, before text is shared.
 
-Secrets are always removed from Markdown meant for a public issue: tokens (GitHub, Hugging Face,
-OpenAI, AWS, Slack, W&B), bearer headers, passwords in URLs, ``KEY=value`` assignments whose name
-says secret. Hosts and IPs are replaced with stable placeholders (``host-1``, ``ip-1``) so that a
+Secrets are removed from everything meant to be shared (JSON, Markdown, the doctor's issue block):
+the patterns of ``secrets.yaml`` (tokens of the common services, authorization headers and cookies,
+private keys, passwords on command lines and in URLs, connection strings, and every key or variable
+whose name says key, token, secret or password), each with fixtures that must and must not match. Hosts and IPs are replaced with stable placeholders (``host-1``, ``ip-1``) so that a
 reader can still tell which lines come from the same machine.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from distdx.errors import DistdxError
+from distdx.knowledge.yamlio import load_yaml
 
 SECRET = "[REDACTED]"
 
-_SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    # credentials inside URLs: scheme://user:password@host
-    (re.compile(r"(?P<pre>\b[a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+(?=@)", re.I), r"\g<pre>" + SECRET),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}\b"), SECRET),
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}\b"), SECRET),
-    (re.compile(r"\bhf_[A-Za-z0-9]{20,}\b"), SECRET),
-    (re.compile(r"\bsk-(?:proj-)?[A-Za-z0-9_-]{20,}\b"), SECRET),
-    (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), SECRET),
-    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"), SECRET),
-    (re.compile(r"(?P<pre>\bBearer\s+)[A-Za-z0-9._~+/=-]{8,}", re.I), r"\g<pre>" + SECRET),
-    (re.compile(r"(?P<pre>\b(?:token|api[_-]?key)=)[^\s&\"']+", re.I), r"\g<pre>" + SECRET),
-    # NAME=value / NAME: value where the name says it is a secret (WANDB_API_KEY, HF_TOKEN, password)
-    (re.compile(
-        r"(?P<pre>\b[A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY)(?:_[A-Za-z0-9_]*)?"
-        r"\s*[=:]\s*[\"']?)(?!\d+\b)(?P<val>[^\s\"',;]{4,})", re.I), r"\g<pre>" + SECRET),
-)
+
+@dataclass(frozen=True)
+class SecretPattern:
+    code: str
+    name: str
+    pattern: re.Pattern[str]
+    match: tuple[str, ...]  # fixtures: "text => the secret in it"
+    no_match: tuple[str, ...]  # fixtures that must come out unchanged
+
+
+@lru_cache(maxsize=1)
+def secret_patterns() -> tuple[SecretPattern, ...]:
+    """The patterns of ``secrets.yaml``, compiled."""
+    data = load_yaml(resources.files("distdx.report").joinpath("secrets.yaml").read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("patterns"), list):
+        raise DistdxError("DX-REPORT-001", "secrets.yaml must have `version: 1` and a list of patterns",
+                          hint="fix src/distdx/report/secrets.yaml", exit_code=3)
+    out = []
+    for spec in data["patterns"]:
+        try:
+            pattern = re.compile(spec["pattern"])
+        except (KeyError, TypeError, re.error) as e:
+            raise DistdxError("DX-REPORT-001", f"secrets.yaml: {spec.get('code', '?')}: bad pattern ({e})",
+                              hint="fix src/distdx/report/secrets.yaml", exit_code=3) from None
+        out.append(SecretPattern(str(spec["code"]), str(spec.get("name", "")), pattern,
+                                 tuple(spec.get("match") or ()), tuple(spec.get("no_match") or ())))
+    return tuple(out)
+
+
+def _replace_secret(m: re.Match[str]) -> str:
+    if "secret" not in m.re.groupindex or m.start("secret") < 0:
+        return SECRET
+    whole, start = m.group(0), m.start()
+    return whole[: m.start("secret") - start] + SECRET + whole[m.end("secret") - start:]
+
 
 _IPV4 = re.compile(r"(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\d.])")
 _IPV6 = re.compile(r"(?<![\w:])(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}(?![\w:])")
@@ -44,8 +70,8 @@ _PUBLIC_HOSTS = re.compile(
 
 
 def redact_secrets(text: str) -> str:
-    for pattern, repl in _SECRET_PATTERNS:
-        text = pattern.sub(repl, text)
+    for secret in secret_patterns():
+        text = secret.pattern.sub(_replace_secret, text)
     return text
 
 

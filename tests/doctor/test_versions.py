@@ -1,4 +1,4 @@
-from distdx.doctor.versions import major_minor, parse_version, requirement_on, satisfies
+from distdx.doctor.versions import major_minor, marker_environment, parse_version, requirement_on, satisfies
 
 
 def test_parse_and_compare():
@@ -24,3 +24,23 @@ def test_requirement_on_ignores_extras():
     assert requirement_on(lines, "triton") == "==3.1.0"
     assert requirement_on(lines, "torch") == ">=2.1"
     assert requirement_on(lines, "numpy") is None
+
+
+def test_pre_post_and_local_releases_follow_pep_440():
+    assert satisfies("2.1.0rc1", ">=2.1") is False  # a release candidate comes before its release
+    assert satisfies("2.6.0a0+git1234", ">=2.6") is False  # a torch nightly before 2.6 is out
+    assert satisfies("2.6.0a0+git1234", ">=2.5")
+    assert satisfies("2.0.0.post1", "==2.0.0") is False
+    assert satisfies("2.0.0.post1", ">=2.0.0")
+    assert satisfies("2.0.0.post1", ">2.0.0") is False  # PEP 440: > V excludes post-releases of V
+    assert satisfies("2.13.0+cpu", "==2.13.0")  # a local build meets the public version
+    assert satisfies("2.13.0+cpu", "==2.13.0+cu121") is False
+    assert satisfies("not-a-version", ">=1") is None
+
+
+def test_markers_decide_whether_a_requirement_applies():
+    lines = ('triton==3.1.0; python_version < "3.13"', 'triton==3.2.0; python_version >= "3.13"',
+             'numpy>=1.0; sys_platform == "win32"', 'numpy<2; sys_platform != "win32"')
+    assert requirement_on(lines, "triton", marker_environment("3.12.4")) == "==3.1.0"
+    assert requirement_on(lines, "triton", marker_environment("3.13.1")) == "==3.2.0"
+    assert requirement_on(lines, "numpy", {**marker_environment("3.12.4"), "sys_platform": "linux"}) == "<2"

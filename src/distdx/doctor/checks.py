@@ -14,7 +14,7 @@ from typing import Callable
 
 from distdx.doctor.catalogue import compat
 from distdx.doctor.models import Environment, Verdict
-from distdx.doctor.versions import compare, major_minor, parse_version, requirement_on, satisfies
+from distdx.doctor.versions import compare, major_minor, marker_environment, parse_version, requirement_on, satisfies
 
 # The distributions whose fit the doctor judges (normalised names).
 FRAMEWORKS = ("deepspeed", "colossalai", "megatron-core", "transformer-engine", "transformer-engine-torch",
@@ -722,7 +722,7 @@ def frameworks_torch(env: Environment, opts: CheckOptions) -> Verdict:
     for name in FRAMEWORKS:
         if name not in env.packages or name == "triton":
             continue
-        spec = requirement_on(env.requirements.get(name, ()), "torch")
+        spec = requirement_on(env.requirements.get(name, ()), "torch", marker_environment(env.python_version))
         if not spec:
             fine.append(name)
             continue
@@ -743,7 +743,7 @@ def triton_pin(env: Environment, opts: CheckOptions) -> Verdict:
     triton = env.packages.get("triton")
     if triton is None:
         return skip("triton is not installed")
-    spec = requirement_on(env.requirements.get("torch", ()), "triton")
+    spec = requirement_on(env.requirements.get("torch", ()), "triton", marker_environment(env.python_version))
     if not spec:
         return ok(f"triton {triton}; torch does not pin it")
     if satisfies(triton, spec) is False:

@@ -1,17 +1,23 @@
-"""Small, dependency-free version arithmetic: enough of PEP 440 for the doctor's checks.
+"""Version arithmetic for the doctor's checks.
 
-``packaging`` is not a core dependency of distdx, so this reads the numeric release part of a
-version ("2.13.0+cpu" -> (2, 13, 0), "535.104.05" -> (535, 104, 5)) and evaluates the
-specifiers packages declare (``>=2.1,<3``, ``==3.5.*``, ``~=1.2``, ``!=2.0.1``).
+Python package versions and the specifiers packages declare (``>=2.1,<3``, ``==3.5.*``, ``~=1.2``,
+markers) follow PEP 440 and PEP 508 through ``packaging``: a pre-release sorts before its release
+(``2.1.0rc1`` does not meet ``>=2.1``, a torch nightly ``2.6.0a0+git1234`` does not meet ``>=2.6``),
+a post-release after it, and a local version (``2.13.0+cpu``) meets ``==2.13.0``. Driver, toolkit and
+compiler versions are not PEP 440 (``535.104.05``), so for them :func:`parse_version` reads the
+numeric release alone and :func:`compare` compares those tuples.
 """
 
 from __future__ import annotations
 
 import re
 
+from packaging.markers import default_environment
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
 _RELEASE = re.compile(r"^\s*v?(\d+(?:\.\d+)*)")
-_REQ = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*\(?([^;)]*)\)?\s*(?:;(.*))?$")
-_CLAUSE = re.compile(r"^(~=|===|==|!=|<=|>=|<|>)\s*(\S+)$")
 
 
 def parse_version(text: str | None) -> tuple[int, ...] | None:
@@ -38,62 +44,43 @@ def compare(a: tuple[int, ...], b: tuple[int, ...]) -> int:
     return (pa > pb) - (pa < pb)
 
 
-def _clause_ok(version: tuple[int, ...], op: str, target: str) -> bool | None:
-    if target.endswith(".*"):
-        prefix = parse_version(target[:-2])
-        if prefix is None or op not in ("==", "!="):
-            return None
-        same = _pad(version, len(prefix))[: len(prefix)] == prefix
-        return same if op == "==" else not same
-    t = parse_version(target)
-    if t is None:
+def satisfies(version: str | None, spec: str) -> bool | None:
+    """True/False when the package ``version`` meets the specifier ``spec`` (PEP 440, pre-releases
+    ordered, not excluded); None when either is unreadable."""
+    try:
+        v = Version(str(version or "").strip().lstrip("vV"))
+        specifiers = SpecifierSet(spec)
+    except (InvalidVersion, InvalidSpecifier):
         return None
-    c = compare(version, t)
-    if op in ("==", "==="):
-        return c == 0
-    if op == "!=":
-        return c != 0
-    if op == ">=":
-        return c >= 0
-    if op == "<=":
-        return c <= 0
-    if op == ">":
-        return c > 0
-    if op == "<":
-        return c < 0
-    # ~=X.Y means >=X.Y and ==X.*
-    prefix = t[:-1] if len(t) > 1 else t
-    return c >= 0 and _pad(version, len(prefix))[: len(prefix)] == prefix
+    return specifiers.contains(v, prereleases=True)
 
 
-def satisfies(version: str, spec: str) -> bool | None:
-    """True/False when ``version`` meets the comma-separated ``spec``; None when either is unreadable."""
-    v = parse_version(version)
-    if v is None:
-        return None
-    for clause in filter(None, (c.strip() for c in spec.split(","))):
-        m = _CLAUSE.match(clause)
-        if not m:
-            return None
-        ok = _clause_ok(v, m.group(1), m.group(2))
-        if ok is None:
-            return None
-        if not ok:
-            return False
-    return True
+def marker_environment(python_version: str | None) -> dict[str, str]:
+    """PEP 508 marker values of this machine, with the Python version of the environment checked."""
+    env = dict(default_environment())
+    if python_version and parse_version(python_version):
+        env["python_full_version"] = python_version
+        env["python_version"] = major_minor(python_version) or env["python_version"]
+    return env
 
 
-def requirement_on(lines: tuple[str, ...] | list[str], name: str) -> str | None:
-    """The version specifier a package's Requires-Dist puts on ``name`` (extras ignored), or None."""
+def requirement_on(lines: tuple[str, ...] | list[str], name: str,
+                   environment: dict[str, str] | None = None) -> str | None:
+    """The version specifier a package's Requires-Dist puts on ``name``, or None. Requirements of an
+    extra are ignored, and so are those whose marker is false in ``environment`` (this machine's by
+    default)."""
     want = normalise(name)
+    marker_env = {**(environment or default_environment()), "extra": ""}
     for line in lines:
-        m = _REQ.match(line)
-        if not m or normalise(m.group(1)) != want:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
             continue
-        marker = m.group(3) or ""
-        if "extra" in marker:
+        if normalise(req.name) != want:
             continue
-        return m.group(2).strip()
+        if req.marker is not None and ("extra" in str(req.marker) or not req.marker.evaluate(marker_env)):
+            continue
+        return str(req.specifier)
     return None
 
 

@@ -54,3 +54,20 @@ def test_patterns_do_not_start_with_an_unbounded_run(rule):
     for pattern in rule.patterns:
         text = pattern.pattern.removeprefix("(?i)")
         assert not text.startswith(_UNBOUNDED_START), f"{rule.code}: {pattern.pattern!r}"
+
+
+def test_the_literal_prefilter_never_hides_a_match():
+    """A pattern is skipped when none of its required literals is in the line; on every line any
+    rule's fixtures hold, each pattern that matches must also pass its prefilter."""
+    from distdx.knowledge.rules import _parse_rule_files, rule_files
+
+    rules = _parse_rule_files(rule_files())  # literals worked out, as the cache stores them
+    lines = sorted({line for r in rules for f in (*r.fixtures_match, *r.fixtures_no_match) for line in f.splitlines()})
+    patterns = [p for r in rules for p in (*r.patterns, *r.requires, *r.excludes)]
+    assert sum(p.literal is not None for p in patterns) > 0.9 * len(patterns)
+    for p in patterns:
+        if p.literal is None:
+            continue
+        for line in lines:
+            if p.compiled.search(line):
+                assert p.search(line), (p.pattern, p.literal, line)

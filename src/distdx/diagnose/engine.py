@@ -162,7 +162,8 @@ def match_rules(parsed: ParsedLog, rules: Sequence[Rule]) -> list[_Hit]:
     hits: list[_Hit] = []
     for group in seen_shapes.values():
         representative = group[0].text
-        fired = [r for r in active if r.first_match(representative) and admits(r)]
+        lowered = representative.lower()
+        fired = [r for r in active if r.first_match(representative, lowered) and admits(r)]
         for rule in fired:
             for line in group:
                 strength, on_ff, on_cascade = _position(rule, line, parsed, ff_keys, cascade_keys, real_first)

@@ -83,6 +83,8 @@ class TextModel:
                     continue
                 self._label_words[dim].setdefault(label, Counter()).update(words)
                 self._label_docs[dim][label] += 1
+        self._label_totals = {d: {label: sum(c.values()) for label, c in by_label.items()}
+                              for d, by_label in self._label_words.items()}
 
     def _weigh(self, counts: Counter[str]) -> dict[str, float]:
         vec = {t: (1 + math.log(c)) * self.idf[t] for t, c in counts.items() if t in self.idf}
@@ -116,22 +118,24 @@ class TextModel:
         words = {t for t in tokens(text) if "~" not in t} & self._vocab
         if not words:
             return {}
-        label_words = {k: Counter(v) for k, v in self._label_words[dimension].items()}
-        label_docs = Counter(self._label_docs[dimension])
-        for issue, doc_words in zip(self.issues, self._words):
-            label = issue.labels.get(dimension, UNKNOWN)
-            if issue.id in exclude_ids and label != UNKNOWN:
-                label_words[label].subtract(doc_words)
-                label_docs[label] -= 1
+        # leave-one-out: the excluded issues' words come off their labels' counts
+        left_out: dict[str, list[frozenset[str]]] = {}
+        if exclude_ids:
+            for issue, doc_words in zip(self.issues, self._words):
+                label = issue.labels.get(dimension, UNKNOWN)
+                if issue.id in exclude_ids and label != UNKNOWN:
+                    left_out.setdefault(label, []).append(doc_words)
         vocab = len(self._vocab)
         logp = {}
-        for label, counter in label_words.items():
-            if label_docs[label] <= 0:
+        for label, counter in self._label_words[dimension].items():
+            out = left_out.get(label, ())
+            if self._label_docs[dimension][label] - len(out) <= 0:
                 continue
-            total = sum(counter.values())
+            total = self._label_totals[dimension][label] - sum(len(d) for d in out)
             score = 0.0  # no class prior: the engine adds the study's shares itself, once
             for w in words:
-                score += math.log((counter[w] + alpha) / (total + alpha * vocab))
+                count = counter[w] - sum(1 for d in out if w in d)
+                score += math.log((count + alpha) / (total + alpha * vocab))
             logp[label] = score
         if not logp:
             return {}
@@ -202,7 +206,19 @@ def taxonomy_documents() -> tuple[KnownIssue, ...]:
 
 @lru_cache(maxsize=1)
 def default_model() -> TextModel:
-    return TextModel(load_known_issues() + rule_documents(load_rules()) + taxonomy_documents())
+    """The model over the installed index, the rules and the taxonomy; built once per version of
+    those files and then read from the knowledge cache."""
+    from importlib import resources
+
+    from distdx.knowledge.cache import cached
+    from distdx.knowledge.rules import rule_files
+
+    data = resources.files("distdx.knowledge")
+    index = data.joinpath("data", "known_issues.jsonl")
+    inputs = [index.read_bytes() if index.is_file() else b"", data.joinpath("taxonomy.yaml").read_bytes(),
+              *(b for _, b in rule_files())]
+    return cached("textmodel", inputs,
+                  lambda: TextModel(load_known_issues() + rule_documents(load_rules()) + taxonomy_documents()))
 
 
 __all__ = ["DIMENSIONS", "Neighbour", "TextModel", "default_model", "tokens", "vote"]

@@ -42,6 +42,116 @@ STATUSES = ("stable", "preview", "deprecated")
 SEVERITIES = ("error", "warning", "info")
 
 
+class Pattern:
+    """A rule's regular expression, compiled on first use and skipped without compiling when a
+    literal it requires is absent from the text.
+
+    The required literals (runs of plain characters of which every match contains one) come from
+    parsing the expression, which costs as much as compiling it, so it is worked out only by
+    :meth:`prepare` when the rules are cached (``distdx.knowledge.cache``); a pattern without it simply
+    compiles on first use.
+    """
+
+    __slots__ = ("pattern", "literal", "fold", "_compiled")
+
+    def __init__(self, source: str) -> None:
+        self.pattern = source
+        self.literal: tuple[str, ...] | None = None  # every match contains one of these
+        self.fold = False  # the expression ignores case: the literal is lower case, compare lower case
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern)
+        return self._compiled
+
+    def search(self, text: str, lowered: str | None = None) -> re.Match[str] | None:
+        """``pattern.search(text)``; ``lowered`` is ``text.lower()`` when the caller has it."""
+        literals = self.literal
+        if literals is not None:
+            hay = (lowered if lowered is not None else text.lower()) if self.fold else text
+            for lit in literals:
+                if lit in hay:
+                    break
+            else:
+                return None
+        return self.compiled.search(text)
+
+    def prepare(self) -> None:
+        """Work out the required literal (used before the rules are cached)."""
+        self.literal, self.fold = required_literal(self.pattern)
+
+    def __getstate__(self) -> tuple[str, tuple[str, ...] | None, bool]:
+        return self.pattern, self.literal, self.fold
+
+    def __setstate__(self, state: tuple[str, tuple[str, ...] | None, bool]) -> None:
+        self.pattern, self.literal, self.fold = state
+        self._compiled = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Pattern) and other.pattern == self.pattern
+
+    def __hash__(self) -> int:
+        return hash(self.pattern)
+
+    def __repr__(self) -> str:
+        return f"Pattern({self.pattern!r})"
+
+
+MIN_LITERAL = 3
+
+
+def required_literal(source: str) -> tuple[tuple[str, ...] | None, bool]:
+    """Literals of which every match of ``source`` contains at least one (None when none can be
+    told, or one is shorter than MIN_LITERAL), and whether the expression ignores case (the
+    literals are then lower case). A plain sequence gives its longest run of literal characters;
+    alternatives (``a|b``, also inside a group or a repeated-at-least-once item) give one each."""
+    try:
+        from re import _constants as sre_constants  # type: ignore[attr-defined]
+        from re import _parser as sre_parse  # type: ignore[attr-defined]
+    except ImportError:  # Python 3.10
+        import sre_constants  # type: ignore[no-redef]
+        import sre_parse  # type: ignore[no-redef]
+    try:
+        parsed = sre_parse.parse(source)
+    except Exception:
+        return None, False
+    ignore_case = bool(parsed.state.flags & re.IGNORECASE)
+    literal, branch, subpattern = sre_constants.LITERAL, sre_constants.BRANCH, sre_constants.SUBPATTERN
+    repeats = (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT)
+
+    def score(alternatives: tuple[str, ...] | None) -> int:
+        return min(map(len, alternatives)) if alternatives else 0
+
+    def of_sequence(items) -> tuple[str, ...] | None:
+        best: tuple[str, ...] | None = None
+        run: list[str] = []
+        for op, arg in list(items) + [(None, None)]:
+            if op is literal:
+                run.append(chr(arg))
+                continue
+            candidates = [("".join(run),)] if run else []
+            run = []
+            if op is subpattern and not arg[1] and not arg[2]:  # a group without scoped flags
+                candidates.append(of_sequence(arg[3]))
+            elif op is branch:
+                parts = [of_sequence(p) for p in arg[1]]
+                if all(parts):
+                    candidates.append(tuple(a for p in parts for a in p))
+            elif op in repeats and arg[0] >= 1:
+                candidates.append(of_sequence(arg[2]))
+            for c in candidates:
+                if score(c) > score(best):
+                    best = c
+        return best
+
+    found = of_sequence(parsed)
+    if score(found) < MIN_LITERAL or (ignore_case and not all(a.isascii() for a in found)):
+        return None, ignore_case  # (str.lower() is not re's case folding beyond ASCII)
+    return tuple(dict.fromkeys(a.lower() if ignore_case else a for a in found)), ignore_case
+
+
 @dataclass(frozen=True)
 class Reference:
     url: str
@@ -52,7 +162,7 @@ class Reference:
 class Rule:
     code: str
     title: str
-    patterns: tuple[re.Pattern[str], ...]
+    patterns: tuple[Pattern, ...]
     symptoms: dict[str, float]
     root_causes: dict[str, float]
     fix_patterns: dict[str, float]
@@ -62,17 +172,17 @@ class Rule:
     severity: str = "error"
     weight: float = 1.0
     cascade: bool = False
-    requires: tuple[re.Pattern[str], ...] = ()
-    excludes: tuple[re.Pattern[str], ...] = ()
+    requires: tuple[Pattern, ...] = ()
+    excludes: tuple[Pattern, ...] = ()
     references: tuple[Reference, ...] = ()
     fixtures_match: tuple[str, ...] = ()
     fixtures_no_match: tuple[str, ...] = ()
     source: str = ""  # the YAML file the rule came from
     stages: dict[str, float] = field(default_factory=dict)  # derived from symptoms
 
-    def first_match(self, line: str) -> re.Match[str] | None:
+    def first_match(self, line: str, lowered: str | None = None) -> re.Match[str] | None:
         for pattern in self.patterns:
-            m = pattern.search(line)
+            m = pattern.search(line, lowered)
             if m:
                 return m
         return None
@@ -102,7 +212,7 @@ def _fail(source: str, code: str, what: str) -> DistdxError:
     )
 
 
-def _compile(source: str, code: str, patterns: object, key: str) -> tuple[re.Pattern[str], ...]:
+def _compile(source: str, code: str, patterns: object, key: str) -> tuple[Pattern, ...]:
     if patterns is None:
         return ()
     if isinstance(patterns, str):
@@ -111,10 +221,12 @@ def _compile(source: str, code: str, patterns: object, key: str) -> tuple[re.Pat
         raise _fail(source, code, f"{key} must be a list of regexes")
     compiled = []
     for p in patterns:
+        pattern = Pattern(str(p))
         try:
-            compiled.append(re.compile(str(p)))
+            pattern.compiled  # noqa: B018 - validated when loaded, so a broken rule never silently stops firing
         except re.error as e:
             raise _fail(source, code, f"{key} regex {p!r} does not compile: {e}") from None
+        compiled.append(pattern)
     return tuple(compiled)
 
 
@@ -197,18 +309,35 @@ def parse_rule_file(source: str, text: str) -> list[Rule]:
     return [_parse_rule(source, spec) for spec in data["rules"]]
 
 
+def rule_files() -> list[tuple[str, bytes]]:
+    """(name, bytes) of the bundled rule files, in name order."""
+    folder = resources.files("distdx.knowledge").joinpath("rules")
+    return [(e.name, e.read_bytes()) for e in sorted(folder.iterdir(), key=lambda e: e.name) if e.name.endswith(".yaml")]
+
+
 @lru_cache(maxsize=1)
 def load_rules() -> tuple[Rule, ...]:
-    """All rules of the bundled knowledge base, in file then definition order; codes are unique."""
-    folder = resources.files("distdx.knowledge").joinpath("rules")
+    """All rules of the bundled knowledge base, in file then definition order; codes are unique.
+    Parsed once per version of the rule files and then read from the knowledge cache."""
+    from distdx.knowledge.cache import cache_dir, cached
+
+    files = rule_files()
+    if cache_dir() is None:  # working out the literals pays only when they are kept
+        return _parse_rule_files(files, prepare=False)
+    taxonomy_file = resources.files("distdx.knowledge").joinpath("taxonomy.yaml").read_bytes()
+    return cached("rules", [b for _, b in files] + [taxonomy_file], lambda: _parse_rule_files(files))
+
+
+def _parse_rule_files(files: list[tuple[str, bytes]], prepare: bool = True) -> tuple[Rule, ...]:
     rules: list[Rule] = []
     seen: dict[str, str] = {}
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if not entry.name.endswith(".yaml"):
-            continue
-        for rule in parse_rule_file(entry.name, entry.read_text(encoding="utf-8")):
+    for name, data in files:
+        for rule in parse_rule_file(name, data.decode("utf-8")):
             if rule.code in seen:
-                raise _fail(entry.name, rule.code, f"code already used in {seen[rule.code]}")
-            seen[rule.code] = entry.name
+                raise _fail(name, rule.code, f"code already used in {seen[rule.code]}")
+            seen[rule.code] = name
             rules.append(rule)
+    for rule in rules if prepare else ():
+        for pattern in (*rule.patterns, *rule.requires, *rule.excludes):
+            pattern.prepare()
     return tuple(rules)

@@ -91,7 +91,11 @@ CASES: dict[str, tuple[tuple[str, str], tuple[str, str], dict]] = {
     "LINT-MEG-005": (meg("--num-attention-heads 12 --tensor-model-parallel-size 8 --global-batch-size 8"),
                      meg("--num-attention-heads 16 --tensor-model-parallel-size 8 --global-batch-size 8"), {}),
     "LINT-MEG-006": (meg("--group-query-attention --num-query-groups 3 --tensor-model-parallel-size 2"),
-                     meg("--group-query-attention --num-query-groups 1 --tensor-model-parallel-size 2"), {}),
+                     meg("--group-query-attention --num-query-groups 8 --tensor-model-parallel-size 4"), {}),
+    "LINT-MEG-014": (meg("--group-query-attention --num-query-groups 4 --tensor-model-parallel-size 8 "
+                         "--num-attention-heads 32 --global-batch-size 8"),
+                     meg("--group-query-attention --num-query-groups 8 --tensor-model-parallel-size 8 "
+                         "--num-attention-heads 32 --global-batch-size 8"), {}),
     "LINT-MEG-007": (meg("--sequence-parallel"), meg("--sequence-parallel --tensor-model-parallel-size 2"), {}),
     "LINT-MEG-008": (meg("--global-batch-size 20"), meg("--global-batch-size 48"), {}),
     "LINT-MEG-009": (meg("--seq-length 4096"), meg("--seq-length 4096 --max-position-embeddings 4096"), {}),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -26,6 +27,11 @@ BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_ac
 ZERO_SUPPORTED_DS = ("adam", "adamw", "adagrad", "lion", "muon")
 ZERO_SUPPORTED_TORCH = ("Adam", "AdamW", "Adagrad")
 # choices DeepSpeed checks by hand (runtime/config.py) rather than through a pydantic model
+# keys whose only purpose is a note for people ("_comment", "comment", "__doc__", "#"): DeepSpeed
+# ignores unknown top-level keys, so in the sections it reads loosely these are harmless by design
+_COMMENT_KEY = re.compile(r"^(?:_+.*|#.*|//.*|comments?|notes?|description|doc)$", re.I)
+# settings the autotuner (autotuning.enabled) reads as a list of values to try
+TUNED_BY_AUTOTUNING = frozenset({"zero_optimization.stage"})
 EXTRA_CHOICES = {
     "gradient_allreduce_op": ("mean", "sum"),
     "communication_data_type": ("fp16", "bf16", "fp32"),
@@ -139,6 +145,8 @@ class _Checker:
                 self.walk(value, _join(path, name))
 
     def unknown(self, full: str, key: str, value: object, candidates: list[str], strict: bool, path: str) -> None:
+        if not strict and _COMMENT_KEY.match(str(key)):
+            return  # a note for people ("_comment": "..."): DeepSpeed ignores it, and that is the point
         close = difflib.get_close_matches(str(key), candidates, n=1, cutoff=0.75)
         hint = f"; did you mean `{_join(path, close[0])}`?" if close else ""
         where = f"`{path}`" if path else "the top level"
@@ -160,6 +168,11 @@ class _Checker:
         if full == "zero_optimization" and isinstance(value, bool):
             self.hit("LINT-DS-008", full, value, "`zero_optimization: true/false` is the deprecated form; "
                      "use an object such as {\"stage\": 1}")
+            return
+        if isinstance(value, list) and full in TUNED_BY_AUTOTUNING and self.autotuning() and value and \
+                all(not isinstance(v, list) for v in value):
+            for v in value:  # the autotuner tries each value of the list: each must be valid on its own
+                self.value(full, v, spec, lax)
             return
         ok = {"int": lambda v: _is_number(v) and float(v).is_integer(), "float": _is_number,
               "bool": lambda v: isinstance(v, bool), "str": lambda v: isinstance(v, str),
@@ -187,6 +200,10 @@ class _Checker:
                     self.hit("LINT-DS-006", full, value, f"`{full}` is {value!r}; it must be {words} {spec[bound]}")
                     return
 
+    def autotuning(self) -> bool:
+        section = self.data.get("autotuning")
+        return isinstance(section, dict) and section.get("enabled") is True
+
     # -------------------------------------------------------------- "auto"
     def autos(self, obj: object, path: str) -> None:
         if isinstance(obj, dict):
@@ -197,6 +214,8 @@ class _Checker:
                 self.autos(v, _join(path, i))
         elif obj == AUTO and not self.hf:
             top = path.split(".")[0]
+            if top in BATCH_KEYS and self.autotuning():
+                return  # the autotuner sets the batch sizes of each experiment itself
             effect = ("DeepSpeed fails with TypeError doing arithmetic on it" if top in BATCH_KEYS
                       else "DeepSpeed drops it silently and uses its default" if "." in path
                       else "DeepSpeed does not resolve it")

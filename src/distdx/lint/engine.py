@@ -11,7 +11,7 @@ from distdx.errors import DistdxError
 from distdx.lint import colossalai, deepspeed, launch, megatron
 from distdx.lint.models import Finding, Hit, LintReport
 from distdx.lint.rules import lint_rules
-from distdx.lint.shell import ShellSyntaxError, parse_script
+from distdx.lint.shell import bash_syntax_error, parse_script
 from distdx.lint.source import Parsed, parse_json, parse_yaml, read_text
 
 KINDS = ("deepspeed", "megatron", "colossalai", "launch")
@@ -83,11 +83,12 @@ class _Run:
 
     # ------------------------------------------------------------------ launch scripts and commands
     def shell(self, src: Source) -> list[_Launch]:
-        try:
-            script = parse_script(src.text)
-        except ShellSyntaxError as e:
-            self.add(src.name, [Hit("LINT-SYN-001", "", None, f"shell script does not parse: {e.message}", e.line)])
-            return []
+        script = parse_script(src.text)
+        if script.unreadable:  # only bash's own verdict makes a syntax error; lint never guesses one
+            error = bash_syntax_error(src.text)
+            if error is not None:
+                self.add(src.name, [Hit("LINT-SYN-001", "", None, f"bash -n: {error[1]}", error[0] or script.unreadable[0])])
+                return []
         launches = []
         for cmd in script.commands:
             env = {**{k: v for k, v in script.variables.items() if k == "CUDA_VISIBLE_DEVICES"}, **cmd.env}

@@ -80,7 +80,12 @@ def check_megatron(args: dict[str, str], world_size: int | None, line: int) -> l
             f"num_attention_heads ({heads}) must be a multiple of tensor_model_parallel_size ({tp})")
     if tp and groups and groups % tp and tp % groups:
         hit("LINT-MEG-006", "num_query_groups", groups,
-            f"num_query_groups ({groups}) must be a multiple or divisor of tensor_model_parallel_size ({tp})")
+            f"num_query_groups ({groups}) must be a multiple of tensor_model_parallel_size ({tp}) "
+            "(or, from megatron-core 0.16.0, a divisor of it)")
+    elif tp and groups and groups % tp:
+        hit("LINT-MEG-014", "num_query_groups", groups,
+            f"num_query_groups ({groups}) is smaller than tensor_model_parallel_size ({tp}): megatron-core "
+            "accepts that from 0.16.0 on (QKV sub-sharding); earlier releases need a multiple of TP")
     if hidden and heads and "kv_channels" not in args and hidden % heads:
         hit("LINT-MEG-004", "hidden_size", hidden,
             f"hidden_size {hidden} is not divisible by num_attention_heads {heads} (and --kv-channels is not set)")

@@ -35,6 +35,7 @@ class Command:
 class Script:
     commands: list[Command] = field(default_factory=list)
     variables: dict[str, str] = field(default_factory=dict)
+    unreadable: list[int] = field(default_factory=list)  # lines with a quote this reader could not close
 
 
 def _arith(expr: str, variables: dict[str, str]) -> str | None:
@@ -84,16 +85,46 @@ def expand(text: str, variables: dict[str, str], arrays: dict[str, list[str]]) -
     return text
 
 
+def _open_quote(line: str, quote: str) -> str:
+    """The quote still open at the end of ``line`` ('' for none), given the one open at its start."""
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if quote == "'":
+            if ch == "'":
+                quote = ""
+        elif quote == '"':
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                quote = ""
+        elif ch == "\\":
+            i += 1
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            break  # a comment: quotes in it do not count
+        i += 1
+    return quote
+
+
 def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """Physical lines joined as bash joins them: after a trailing backslash, and while a quoted
+    string is open (a multi-line "..." is one word with its newlines)."""
     out: list[tuple[int, str]] = []
-    buf, start = "", 0
+    buf, start, quote = "", 0, ""
     for n, line in enumerate(text.splitlines(), start=1):
         if not buf:
             start = n
-        if line.rstrip().endswith("\\") and not line.lstrip().startswith("#"):
-            buf += line.rstrip()[:-1] + " "
+        continues = line.rstrip().endswith("\\") and (quote or not line.lstrip().startswith("#"))
+        quote = _open_quote(line, quote)
+        if continues and quote != "'":
+            buf += line.rstrip()[:-1] + ("" if quote else " ")
             continue
         buf += line
+        if quote:
+            buf += "\n"
+            continue
         out.append((start, buf))
         buf = ""
     if buf:
@@ -111,16 +142,53 @@ def _split(text: str) -> list[str] | None:
         return None
 
 
-class ShellSyntaxError(Exception):
-    def __init__(self, line: int, message: str) -> None:
-        super().__init__(message)
-        self.line = line
-        self.message = message
+def bash_syntax_error(text: str) -> tuple[int, str] | None:
+    """(line, message) of the first error ``bash -n`` finds in ``text`` (it parses, runs nothing);
+    None when bash accepts the script or is not installed."""
+    import shutil
+    import subprocess
+
+    bash = shutil.which("bash")
+    if bash is None:
+        return None
+    try:
+        done = subprocess.run([bash, "-n"], input=text, capture_output=True, text=True, timeout=20,
+                              env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode == 0:
+        return None
+    first = next((l for l in done.stderr.splitlines() if l.strip()), "syntax error")
+    m = re.search(r"line (\d+): (.*)$", first)
+    return (int(m.group(1)), m.group(2).strip()) if m else (0, first.strip())
+
+
+@dataclass
+class _Conditional:
+    """An if ... fi being read: the variables before it and those each finished arm left."""
+
+    before: dict[str, str]
+    arms: list[dict[str, str]] = field(default_factory=list)
+    has_else: bool = False
+
+
+def _merge(cond: _Conditional) -> dict[str, str]:
+    """The variables after ``fi``: a value every path agrees on is known, any other is unknown
+    (dropped), since lint cannot tell which arm bash would take."""
+    paths = cond.arms + ([] if cond.has_else else [cond.before])
+    names = set().union(*paths) if paths else set()
+    out = {}
+    for name in names:
+        values = {path.get(name) for path in paths}
+        if len(values) == 1 and None not in values:
+            out[name] = values.pop()
+    return out
 
 
 def parse_script(text: str) -> Script:
     script = Script()
     arrays: dict[str, list[str]] = {}
+    open_ifs: list[_Conditional] = []
     lines = _logical_lines(text)
     i = 0
     while i < len(lines):
@@ -141,11 +209,30 @@ def parse_script(text: str) -> Script:
             arrays[m.group(1)] = (arrays.get(m.group(1), []) if m.group(2) else []) + words
             continue
         words = _split(expand(stripped, script.variables, arrays))
-        if words is None:
-            if stripped.count('"') % 2 or stripped.count("'") % 2:
-                raise ShellSyntaxError(lineno, "unterminated quote")
+        if words is None:  # bash may still accept it ($'...', odd escapes): the caller asks bash
+            script.unreadable.append(lineno)
             continue
         for segment in _segments(words):
+            keyword = segment[0] if segment else ""
+            if keyword == "if":
+                open_ifs.append(_Conditional(dict(script.variables)))
+                continue
+            if keyword in ("elif", "else") and open_ifs:
+                open_ifs[-1].arms.append(dict(script.variables))
+                open_ifs[-1].has_else |= keyword == "else"
+                script.variables = dict(open_ifs[-1].before)
+                if keyword == "elif":
+                    continue
+                segment = segment[1:]
+            elif keyword == "fi" and open_ifs:
+                cond = open_ifs.pop()
+                cond.arms.append(dict(script.variables))
+                script.variables = _merge(cond)
+                continue
+            while segment and segment[0] in ("then", "do", "else"):
+                segment = segment[1:]
+            if not segment:
+                continue
             env: dict[str, str] = {}
             k = 0
             while k < len(segment) and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", segment[k]):

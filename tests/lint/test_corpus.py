@@ -18,7 +18,7 @@ FAMILIES = ("deepspeed", "megatron", "colossalai", "launch")
 
 def _lint(rel: str):
     spec = MANIFEST[rel] or {}
-    return lint([str(CORPUS / rel)], options=LintOptions(world_size=spec.get("world_size"), hf=bool(spec.get("hf"))))
+    return lint([str(CORPUS / rel)], options=LintOptions(world_size=spec.get("world_size"), hf=spec.get("hf")))
 
 
 BROKEN = sorted(r for r in MANIFEST if r.split("/")[1] == "broken")

@@ -43,6 +43,8 @@ CASES: dict[str, tuple[tuple[str, str], tuple[str, str], dict]] = {
     "LINT-SYN-003": (('{"train_batch_size": 8, "train_batch_size": 16}', "c.json"),
                      ('{"train_batch_size": 8, "fp16": {"train_batch_size": 16}}', "c.json"), {}),
     "LINT-SYN-004": (('[{"train_batch_size": 8}]', "c.json"), ('{"train_batch_size": 8}', "c.json"), {}),
+    "LINT-SYN-005": (('{"train_batch_size": GBSIZE, "zero_optimization": {"stage": ZERO_STAGE}}', "c.json"),
+                     ('{"train_batch_size": 8, "zero_optimization": {"stage": 2}}', "c.json"), {}),
     "LINT-DS-001": (z(stage=2, overlap_com=True), z(stage=2, overlap_comm=True), W8),
     "LINT-DS-002": (ds(zero_optimisation={"stage": 2}), ds(zero_optimization={"stage": 2}), W8),
     "LINT-DS-003": (ds(my_custom_flag=True), ds(steps_per_print=10), W8),
@@ -59,7 +61,8 @@ CASES: dict[str, tuple[tuple[str, str], tuple[str, str], dict]] = {
     "LINT-DS-013": (ds(train_batch_size=32), ds(train_batch_size=32), {}),
     "LINT-DS-020": (ds(fp16={"enabled": True}, bf16={"enabled": True}),
                     ds(fp16={"enabled": False}, bf16={"enabled": True}), W8),
-    "LINT-DS-021": (ds(gradient_clipping="auto"), ds(gradient_clipping="auto"), W8),
+    "LINT-DS-021": (ds(gradient_clipping="auto"), ds(gradient_clipping="auto"), {**W8, "hf": False}),
+    "LINT-DS-053": (ds(gradient_clipping="auto"), ds(gradient_clipping="auto"), W8),
     "LINT-DS-030": (z(stage=2, offload_param={"device": "cpu"}), z(stage=3, offload_param={"device": "cpu"}), W8),
     "LINT-DS-031": (z(stage=0, offload_optimizer={"device": "cpu"}), z(stage=1, offload_optimizer={"device": "cpu"}), W8),
     "LINT-DS-032": (z(stage=3, offload_param={"device": "nvme"}),
@@ -163,7 +166,7 @@ def test_rule_near_miss_passes(code: str, tmp_path) -> None:
     # the "world size unknown" and "auto" rules pass once the missing fact is given
     if code in ("LINT-MEG-013", "LINT-CAI-008", "LINT-DS-013"):
         kw["world_size"] = 8
-    if code == "LINT-DS-021":
+    if code in ("LINT-DS-021", "LINT-DS-053"):
         kw["hf"] = True
     assert code not in _codes(text, name, _options(kw, tmp_path))
 

@@ -23,7 +23,7 @@ SILENT_CASES_OF_THE_ISSUE = ("zero_optimisation_typo.json", "offload_param_zero2
 
 @pytest.fixture(scope="module")
 def side_by_side():
-    entries = [e for e in bench.manifest() if e.family == "deepspeed" and not e.hf]
+    entries = [e for e in bench.manifest() if e.family == "deepspeed" and e.hf is not True]
     verdicts = bench.deepspeed_verdicts([(e.path, e.world_size or 1) for e in entries], timeout=240)
     return entries, verdicts
 

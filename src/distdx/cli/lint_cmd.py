@@ -19,8 +19,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--world-size", "-w", type=int, help="total number of processes (GPUs); wins over what the files say")
     p.add_argument("--hostfile", help="DeepSpeed/MPI hostfile: its slots give the world size and the known hosts")
     p.add_argument("--gpus-per-node", type=int, help="visible GPUs per node, to check nproc_per_node")
-    p.add_argument("--hf", action="store_true",
-                   help='the DeepSpeed config goes through the Hugging Face Trainer/Accelerate, which fill "auto" values')
+    hf = p.add_mutually_exclusive_group()
+    hf.add_argument("--hf", dest="hf", action="store_true", default=None,
+                    help='the DeepSpeed config goes through the Hugging Face Trainer/Accelerate, which fill "auto" values')
+    hf.add_argument("--no-hf", dest="hf", action="store_false",
+                    help='the config is passed to deepspeed.initialize() as it is: "auto" values are errors '
+                         "(by default, not knowing, they are warnings)")
     p.add_argument("--list-rules", action="store_true", help="list every rule code with its severity and title (--format markdown: the docs page)")
     p.add_argument("--explain", metavar="CODE", help="print one rule: what it detects, why, how to fix")
     add_format_option(p)

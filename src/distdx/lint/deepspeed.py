@@ -57,6 +57,13 @@ class Schema:
 
 
 @lru_cache(maxsize=1)
+@lru_cache(maxsize=1)
+def removed_optimizers() -> dict[str, dict[str, str]]:
+    """Optimizer types DeepSpeed dropped (``removed.yaml``), by lower-case name."""
+    data = yaml.safe_load(resources.files("distdx.lint").joinpath("removed.yaml").read_text("utf-8"))
+    return {str(k): {kk: str(vv) for kk, vv in v.items()} for k, v in data["optimizers"].items()}
+
+
 def schema() -> Schema:
     data = yaml.safe_load(resources.files("distdx.lint").joinpath("deepspeed_schema.yaml").read_text("utf-8"))
     return Schema(version=str(data["deepspeed"]), sections=data["sections"],
@@ -212,15 +219,20 @@ class _Checker:
         elif isinstance(obj, list):
             for i, v in enumerate(obj):
                 self.autos(v, _join(path, i))
-        elif obj == AUTO and not self.hf:
+        elif obj == AUTO and self.hf is not True:
             top = path.split(".")[0]
             if top in BATCH_KEYS and self.autotuning():
                 return  # the autotuner sets the batch sizes of each experiment itself
             effect = ("DeepSpeed fails with TypeError doing arithmetic on it" if top in BATCH_KEYS
                       else "DeepSpeed drops it silently and uses its default" if "." in path
                       else "DeepSpeed does not resolve it")
-            self.hit("LINT-DS-021", path, obj,
-                     f"`{path}` is \"auto\", which only the Hugging Face Trainer/Accelerate fill in; {effect}")
+            if self.hf is False:
+                self.hit("LINT-DS-021", path, obj,
+                         f"`{path}` is \"auto\", which only the Hugging Face Trainer/Accelerate fill in; {effect}")
+            else:
+                self.hit("LINT-DS-053", path, obj,
+                         f"`{path}` is \"auto\": fine through the Hugging Face Trainer/Accelerate, but given to "
+                         f"deepspeed.initialize() directly {effect}; pass --hf or --no-hf to say which")
 
     # -------------------------------------------------------------- batch arithmetic
     def batch(self) -> None:
@@ -398,6 +410,13 @@ class _Checker:
                          "max_grad_norm is not supported as an optimizer parameter; DeepSpeed raises ValueError")
             if isinstance(name, str) and name != AUTO:
                 ds_names = self.schema.optimizers
+                gone = removed_optimizers().get(name.lower())
+                if gone is not None and name.lower() not in ds_names:
+                    self.hit("LINT-DS-004", "optimizer.type", name,
+                             f"optimizer type {name!r} ({gone['name']}) was removed in DeepSpeed {gone['removed_in']}; "
+                             f"the last release with it is {gone['last']} (pip install 'deepspeed=={gone['last']}'), "
+                             "or use Adam/AdamW")
+                    return
                 if name.lower() not in ds_names and name not in self.schema.torch_optimizers:
                     close = difflib.get_close_matches(name, [*ds_names, *self.schema.torch_optimizers], n=1, cutoff=0.6)
                     self.hit("LINT-DS-040", "optimizer.type", name,

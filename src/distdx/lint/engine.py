@@ -23,7 +23,9 @@ class LintOptions:
 
     world_size: int | None = None  # --world-size: wins over everything else
     hostfile: str | None = None  # --hostfile: its slots give the world size and the hosts for --include
-    hf: bool = False  # --hf: "auto" values are filled by the Hugging Face integration
+    # "auto" values: True (--hf) the Hugging Face integration fills them; False (--no-hf) the config
+    # goes to deepspeed.initialize() as it is; None: not known, so they are only a warning
+    hf: bool | None = None
     gpus_per_node: int | None = None  # --gpus-per-node: visible GPUs for nproc checks
 
 

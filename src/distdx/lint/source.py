@@ -8,6 +8,7 @@ config with comments is still checked and its positions stay right.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -172,6 +173,26 @@ def _no_duplicates(path_hits: list[Hit]):
     return hook
 
 
+# a placeholder where a value goes: ZERO_STAGE, CL_1st_MIN, ${zero_stage}, $MBS, {{ lr }}
+_PLACEHOLDER = re.compile(
+    r"(?<=[:\[,])(\s*)((?=[A-Za-z0-9_]*[A-Z])[A-Za-z_][A-Za-z0-9_]{2,}|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{\s*[\w.]+\s*\}\})"
+    r"(?=\s*[,}\]\n])")
+
+
+def _template_placeholders(text: str) -> list[tuple[int, str]]:
+    """(offset, NAME) of the bare upper-case words standing where values go, when replacing them
+    with numbers makes the text parse: a config template a script fills in (``"stage": ZERO_STAGE``)."""
+    found = [(m.start(2), m.group(2)) for m in _PLACEHOLDER.finditer(text)
+             if m.group(2) not in ("NaN", "Infinity", "True", "False", "None")]
+    if not found:
+        return []
+    try:
+        json.loads(_PLACEHOLDER.sub(lambda m: m.group(1) + "1", text))
+    except json.JSONDecodeError:
+        return []
+    return found
+
+
 def parse_json(text: str) -> Parsed:
     dupes: list[Hit] = []
     try:
@@ -184,6 +205,13 @@ def parse_json(text: str) -> Parsed:
         try:
             data = json.loads(cleaned, object_pairs_hook=_no_duplicates(dupes))
         except json.JSONDecodeError:
+            template = _template_placeholders(cleaned)
+            if template:
+                line, col = _line_col(text, template[0][0])
+                names = ", ".join(dict.fromkeys(name for _, name in template))
+                return Parsed(None, hits=[Hit("LINT-SYN-005", "", None,
+                                              f"a template: placeholders {names} are filled in by a script before "
+                                              "DeepSpeed reads it; lint the generated config", line=line, column=col)])
             e = strict_error
             return Parsed(None, hits=[Hit("LINT-SYN-001", "", None, f"JSON does not parse: {e.msg}",
                                           line=e.lineno, column=e.colno)])

@@ -63,7 +63,12 @@ def main() -> int:
         now = evaluate(path, split=split, strict=args.strict)
         before = evaluate(path, split=split, strict=args.strict, known_issues=dev_only)
         humans = human_kappa(path, split)
-        results[name] = {"n": now.cases, "seconds": round(now.seconds, 1), "dimensions": {
+        shown = sum(len(r.similar) for r in now.results)
+        relevant = sum(r.relevant_similar for r in now.results)
+        results[name] = {"n": now.cases, "seconds": round(now.seconds, 1),
+                         "similar": {"shown": shown, "relevant": relevant,
+                                     "cases_with_one": sum(1 for r in now.results if r.similar)},
+                         "dimensions": {
             dim: {"now": {"top1": now.dimensions[dim].top1, "top3": now.dimensions[dim].top3,
                           "kappa": now.dimensions[dim].kappa},
                   "dev_only": {"top1": before.dimensions[dim].top1, "top3": before.dimensions[dim].top3,
@@ -85,7 +90,9 @@ def main() -> int:
             print(f"| {dim} | {d['now']['top1']:.3f} | {d['dev_only']['top1']:.3f} | {d['now']['top3']:.3f} | "
                   f"{d['dev_only']['top3']:.3f} | {d['now']['kappa']:.3f} | {human} | "
                   f"{d['majority']['top1']:.3f} ({d['majority']['label']}) |")
-        print()
+        sim = r["similar"]
+        print(f"similar known issues shown: {sim['shown']} on {sim['cases_with_one']} cases, "
+              f"{sim['relevant'] / max(sim['shown'], 1):.3f} of them with the case's symptom or root cause\n")
     return 0
 
 

@@ -135,6 +135,18 @@ def test_text_model_explains_prose_and_leave_one_out_excludes():
     assert all(s.id not in ("x-1", "x-2") for s in d2.similar)
 
 
+def test_similar_issues_shown_share_the_diagnosed_symptom():
+    model = TextModel((
+        _issue(1, "deepspeed checkpoint load fails missing shard zero_pp_rank file on resume", "4.10", rc="R4.1", fp="F3"),
+        _issue(2, "checkpoint resume fails missing optimizer shard after changing world size", "4.10", rc="R4.1", fp="F3"),
+        _issue(3, "checkpoint resume is slow: loading the optimizer shard takes an hour", "4.1", rc="R4.5", fp="F5"),
+    ))
+    parsed = _parsed([LogLine("<text>", 1, "resume from checkpoint fails: a shard file is missing after I changed the world size")])
+    d = diagnose(parsed, rules=(), model=model)
+    assert d.top("symptom") == "4.10"
+    assert {s.id for s in d.similar} == {"x-1", "x-2"}  # x-3 shares words, not the failure
+
+
 def test_an_input_that_is_a_known_issue_is_not_its_own_evidence():
     text = "pip install deepspeed fails building cpu_adam with nvcc error"
     other = _issue(4, "training loss is nan after a few steps with fp16", "4.1", rc="R4.3", fp="F3")

@@ -55,6 +55,13 @@ class CaseResult:
     id: str
     gold: dict[str, str]
     predicted: dict[str, tuple[str, ...]]  # top three per dimension
+    similar: tuple[dict[str, str], ...] = ()  # labels of the similar known issues shown (not the case itself)
+
+    @property
+    def relevant_similar(self) -> int:
+        """How many of the similar issues shown share the case's symptom or root cause."""
+        return sum(1 for s in self.similar if s.get("symptom") == self.gold["symptom"]
+                   or s.get("root_cause") == self.gold["root_cause"])
 
 
 @dataclass(frozen=True)
@@ -110,7 +117,8 @@ def evaluate(cases_path: str | Path, *, leave_one_out: bool = True, strict: bool
         diagnosis = diagnose(parsed, exclude_ids=excluded, rules=rules, model=model)
         gold = {d: str((case.get("labels") or {}).get(d, UNKNOWN)) for d in DIMENSIONS}
         predicted = {d: tuple(h.id for h in diagnosis.classification[d][:3]) for d in DIMENSIONS}
-        results.append(CaseResult(str(case.get("id")), gold, predicted))
+        similar = tuple(dict(s.labels) for s in diagnosis.similar if not s.exact)
+        results.append(CaseResult(str(case.get("id")), gold, predicted, similar))
     seconds = time.perf_counter() - started
 
     dims = {}

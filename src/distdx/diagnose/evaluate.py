@@ -56,6 +56,7 @@ class CaseResult:
     gold: dict[str, str]
     predicted: dict[str, tuple[str, ...]]  # top three per dimension
     similar: tuple[dict[str, str], ...] = ()  # labels of the similar known issues shown (not the case itself)
+    scores: dict[str, float] = field(default_factory=dict)  # the top hypothesis's score per dimension
 
     @property
     def relevant_similar(self) -> int:
@@ -118,7 +119,8 @@ def evaluate(cases_path: str | Path, *, leave_one_out: bool = True, strict: bool
         gold = {d: str((case.get("labels") or {}).get(d, UNKNOWN)) for d in DIMENSIONS}
         predicted = {d: tuple(h.id for h in diagnosis.classification[d][:3]) for d in DIMENSIONS}
         similar = tuple(dict(s.labels) for s in diagnosis.similar if not s.exact)
-        results.append(CaseResult(str(case.get("id")), gold, predicted, similar))
+        scores = {d: diagnosis.classification[d][0].score for d in DIMENSIONS if diagnosis.classification[d]}
+        results.append(CaseResult(str(case.get("id")), gold, predicted, similar, scores))
     seconds = time.perf_counter() - started
 
     dims = {}

@@ -31,6 +31,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import BinaryIO, Sequence
 
+from distdx.diagnose.calibration import calibration
 from distdx.diagnose.models import Diagnosis, Evidence, Fix, Hypothesis, SimilarIssue
 from distdx.diagnose.textmodel import NEIGHBOURS, RULE_DOC_PREFIX, TAXONOMY_DOC_PREFIX, Neighbour, TextModel, default_model, tokens, vote
 from distdx.knowledge.phases import may_report_failure, phase_evidence
@@ -323,6 +324,11 @@ def diagnose(
         ranked = sorted(dists[dim].items(), key=lambda kv: (-kv[1], kv[0]))
         classification[dim] = tuple(Hypothesis(i, p * confidence) for i, p in ranked[:5])
 
+    if verdict != "no_failure":
+        classification = {dim: _with_probabilities(dim, ranked) for dim, ranked in classification.items()}
+    symptom_top = classification["symptom"][0] if classification["symptom"] else None
+    tier = "none" if verdict == "no_failure" else calibration().tier(symptom_top.probability if symptom_top else None)
+
     evidence = _evidence(hits, ranked_rules)
     top_symptom = classification["symptom"][0].id if classification["symptom"] else None
     fixes, explanation, references = _advice(ranked_rules, top_symptom)
@@ -350,6 +356,7 @@ def diagnose(
         confidence=confidence,
         verdict=verdict,
         headline=_headline(parsed, classification, ranked_rules, verdict),
+        tier=tier,
         first_failure=parsed.first_failure,
         evidence=evidence,
         explanation=explanation,
@@ -363,6 +370,21 @@ def diagnose(
         ranks=parsed.ranks,
         notes=parsed.notes,
     )
+
+
+def _with_probabilities(dimension: str, ranked: tuple[Hypothesis, ...]) -> tuple[Hypothesis, ...]:
+    """The top hypothesis's calibrated probability; the others scaled alike, never above it, all
+    together at most 1."""
+    if not ranked or ranked[0].score <= 0:
+        return ranked
+    top = calibration().probability(dimension, ranked[0].score)
+    if top is None:
+        return ranked
+    scale = top / ranked[0].score
+    rest = [min(top, h.score * scale) for h in ranked[1:]]
+    if top + sum(rest) > 1:
+        rest = [p * (1 - top) / sum(rest) for p in rest]
+    return tuple(dataclasses.replace(h, probability=p) for h, p in zip(ranked, [top, *rest]))
 
 
 def _evidence(hits: list[_Hit], ranked_rules: list[_Hit]) -> tuple[Evidence, ...]:

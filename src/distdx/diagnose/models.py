@@ -11,11 +11,15 @@ from distdx.logs.models import FirstFailure, LogLine
 @dataclass(frozen=True)
 class Hypothesis:
     id: str
-    score: float
+    score: float  # the engine's score: it ranks, it is not a probability
+    probability: float | None = None  # calibrated (diagnose/calibration.yaml): how often such an answer is right
 
     def to_dict(self) -> dict:
         node = taxonomy().nodes.get(self.id)
-        return {"id": self.id, "score": round(self.score, 4), "name": node.name if node else self.id}
+        out = {"id": self.id, "score": round(self.score, 4), "name": node.name if node else self.id}
+        if self.probability is not None:
+            out["probability"] = round(self.probability, 4)
+        return out
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,7 @@ class Diagnosis:
     confidence: float  # 0..1: how much evidence there is, not how likely the top answer is
     verdict: str  # "explained" | "weak" | "unexplained" | "no_failure" (nothing in the input reports a problem)
     headline: str
+    tier: str = "weak"  # "confident" | "likely" | "weak" (from the symptom's probability) | "none" (no failure)
     first_failure: FirstFailure | None = None
     evidence: tuple[Evidence, ...] = ()
     explanation: str = ""
@@ -124,6 +129,7 @@ class Diagnosis:
         return {
             "distdx_version": __version__,
             "verdict": self.verdict,
+            "tier": self.tier,
             "confidence": round(self.confidence, 4),
             "headline": self.headline,
             "classification": classification,

@@ -42,6 +42,17 @@ def render_text(d: Diagnosis, *, verbose: bool = False, redact_hosts: bool = Fal
     return shareable(_text(d, verbose), d, secrets=False, hosts=redact_hosts)
 
 
+SETTLE = ("the failing rank's full log (every rank's, if unsure), the launcher's summary or error files, "
+          "and `distdx doctor` run on the nodes")
+
+
+def _tier_words(d: Diagnosis) -> str:
+    ranked = d.classification.get("symptom") or ()
+    p = ranked[0].probability if ranked else None
+    chance = f" (symptom right about {p:.0%} of the time at this score)" if p is not None else ""
+    return {"confident": "confident", "likely": "likely", "weak": "weak"}.get(d.tier, d.tier) + chance
+
+
 def _text(d: Diagnosis, verbose: bool) -> str:
     tax = taxonomy()
     out = [f"distdx: {d.headline}", f"verdict: {d.verdict} (confidence {d.confidence:.2f})"]
@@ -50,6 +61,9 @@ def _text(d: Diagnosis, verbose: bool) -> str:
                     "the launcher's summary or error files, or a sentence saying what went wrong."]
         out += [f"note: {n}" for n in d.notes]
         return "\n".join(out)
+    out[-1] += f"; {_tier_words(d)}"
+    if d.tier == "weak":
+        out.append(f"to settle it: {SETTLE}")
     out.append("")
     for dim, label in _DIM_LABELS.items():
         ranked = d.classification.get(dim, ())
@@ -104,7 +118,8 @@ def _text(d: Diagnosis, verbose: bool) -> str:
 def render_markdown(d: Diagnosis, *, redact_secrets: bool = True, redact_hosts: bool = False) -> str:
     tax = taxonomy()
     out = ["## distdx diagnosis", "", f"**{d.headline}**", "",
-           f"Verdict: {d.verdict}, confidence {d.confidence:.2f}.", "",
+           f"Verdict: {d.verdict}, confidence {d.confidence:.2f}; {_tier_words(d)}."
+           + (f" To settle it: {SETTLE}." if d.tier == "weak" else ""), "",
            "| dimension | best | score | next |", "|---|---|---|---|"]
     for dim, label in _DIM_LABELS.items():
         ranked = d.classification.get(dim, ())

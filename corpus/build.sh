@@ -62,4 +62,4 @@ fi
 mv "$work/cases.jsonl" "$cases"
 mv "$work/agreement.md" "$agreement"
 # the index: the shared dev cases and the corpus, less its frozen test split
-$DISTDX kb build --from corpus/dev.jsonl --from "$cases" --skip-split test --out "$index" > /dev/null
+$DISTDX kb build --from corpus/dev.jsonl --from "$cases" --skip-split test --out "$index" --force > /dev/null

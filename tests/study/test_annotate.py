@@ -200,18 +200,22 @@ def test_kb_build_from_study_db_and_from_cases(mined_db, tmp_path):
     assert index[0].errors.startswith("RuntimeError: boom") and index[0].distributed_specific is True
     assert "Running deepspeed" not in index[0].summary  # our summary (the title), never the issue's prose
 
-    dev = Path(__file__).resolve().parents[3] / "shared" / "cases" / "dev.jsonl"
-    if dev.is_file():
-        out2 = tmp_path / "kb2.jsonl"
-        done = cli("kb", "build", "--from", str(dev), "--out", str(out2))
-        assert done.returncode == 0, done.stderr
-        assert len(parse_index(out2.read_text())) == 137
-        # several sources merge into one index; an issue in two of them is indexed once
-        done = cli("kb", "build", "--from", db, "--from", str(dev), "--from", db, "--out", str(out2), "--format", "json")
-        assert done.returncode == 0, done.stderr
-        report = json.loads(done.stdout)
-        assert report["issues"] == 139 and report["skipped_duplicates"] == 2 and report["sources"] == [db, str(dev), db]
-        assert [i.id for i in parse_index(out2.read_text())][:2] == [f"acme-widgets-{n}" for n in numbers]
+    dev = Path(__file__).resolve().parents[2] / "corpus" / "dev.jsonl"  # the shared dev cases, copied
+    out2 = tmp_path / "kb2.jsonl"
+    done = cli("kb", "build", "--from", str(dev), "--out", str(out2))
+    assert done.returncode == 0, done.stderr
+    assert len(parse_index(out2.read_text())) == 137
+    kept = out2.read_bytes()
+    refused = cli("kb", "build", "--from", db, "--out", str(out2))  # an existing index is not replaced silently
+    assert refused.returncode == 2 and "DX-STUDY-103" in refused.stderr and "--force" in refused.stderr
+    assert out2.read_bytes() == kept
+    # several sources merge into one index; an issue in two of them is indexed once
+    done = cli("kb", "build", "--from", db, "--from", str(dev), "--from", db, "--out", str(out2), "--force",
+               "--format", "json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["issues"] == 139 and report["skipped_duplicates"] == 2 and report["sources"] == [db, str(dev), db]
+    assert [i.id for i in parse_index(out2.read_text())][:2] == [f"acme-widgets-{n}" for n in numbers]
 
 
 def test_kb_build_from_a_case_file_imported_into_a_study(tmp_path):

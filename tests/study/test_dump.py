@@ -130,5 +130,5 @@ def test_case_records_go_through_import_annotation_adjudication_and_export_uncha
     write_labels(final, out)
     index = tmp_path / "index.jsonl"
     assert build_kb([str(out)], index).issues == 2
-    kept = build_kb([str(out)], index, skip_splits=("test",))
+    kept = build_kb([str(out)], index, skip_splits=("test",), force=True)
     assert kept.issues == 1 and "acme-trainer-2" not in index.read_text()

@@ -18,7 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "repeat to merge several")
     b.add_argument("--skip-split", dest="skip_splits", action="append", default=[], metavar="NAME",
                    help="leave out cases whose `split` field is NAME (e.g. test, to keep a test split unseen); repeatable")
-    b.add_argument("--out", help="where to write the index (default: the package's knowledge/data/known_issues.jsonl)")
+    b.add_argument("--out", help="where to write the index (default: your own index, $DISTDX_INDEX or "
+                                 "~/.local/share/distdx/known_issues.jsonl, which diagnose reads after the bundled one)")
+    b.add_argument("--force", action="store_true", help="replace the file at --out (or your index) if it exists")
     add_format_option(b, ("text", "json"))
     b.set_defaults(func=run_build)
 
@@ -26,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_build(args: argparse.Namespace) -> int:
     from distdx.study.kb import build_kb
 
-    result = build_kb(args.sources, args.out, tuple(args.skip_splits))
+    result = build_kb(args.sources, args.out, tuple(args.skip_splits), force=args.force)
     if args.format == "json":
         # "source" (the first) is kept for callers of the one-source version; "sources" has them all
         emit(json.dumps({"source": result.sources[0], "sources": list(result.sources), "out": str(result.out),

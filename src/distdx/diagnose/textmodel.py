@@ -213,9 +213,10 @@ def default_model() -> TextModel:
     from distdx.knowledge.cache import cached
     from distdx.knowledge.rules import rule_files
 
+    from distdx.knowledge.known_issues import index_texts
+
     data = resources.files("distdx.knowledge")
-    index = data.joinpath("data", "known_issues.jsonl")
-    inputs = [index.read_bytes() if index.is_file() else b"", data.joinpath("taxonomy.yaml").read_bytes(),
+    inputs = [*(t.encode() for t in index_texts()), data.joinpath("taxonomy.yaml").read_bytes(),
               *(b for _, b in rule_files())]
     return cached("textmodel", inputs,
                   lambda: TextModel(load_known_issues() + rule_documents(load_rules()) + taxonomy_documents()))

@@ -1,8 +1,10 @@
 """The known-issue index: real, labelled issues that diagnosis cites as "similar known issues".
 
 Stored as ``data/known_issues.jsonl`` in the package, one :class:`KnownIssue` per line, built
-by ``distdx kb build --from CASES.jsonl`` from labelled issues in the case format of
+by ``corpus/build.sh`` (``distdx kb build``) from labelled issues in the case format of
 ``shared/cases`` (our own summaries, error strings, URL and labels; never the issue's prose).
+A user's own index (``distdx kb build`` writes it to :func:`user_index_path` unless told ``--out``)
+is read after the bundled one; where both have an issue, the user's entry wins.
 """
 
 from __future__ import annotations
@@ -125,9 +127,33 @@ def parse_index(text: str) -> tuple[KnownIssue, ...]:
     return tuple(KnownIssue(**json.loads(l)) for l in lines[1:])
 
 
+def user_index_path() -> Path:
+    """Where a user's own index lives: ``$DISTDX_INDEX``, else ``$XDG_DATA_HOME/distdx/known_issues.jsonl``
+    (``~/.local/share/distdx/known_issues.jsonl``)."""
+    import os
+
+    if os.environ.get("DISTDX_INDEX"):
+        return Path(os.environ["DISTDX_INDEX"])
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "distdx" / "known_issues.jsonl"
+
+
+def index_texts() -> tuple[str, str]:
+    """(bundled index, user index) as text; '' for one that does not exist."""
+    entry = resources.files("distdx.knowledge").joinpath("data", "known_issues.jsonl")
+    bundled = entry.read_text(encoding="utf-8") if entry.is_file() else ""
+    user = user_index_path()
+    try:
+        mine = user.read_text(encoding="utf-8") if user.is_file() else ""
+    except (OSError, UnicodeDecodeError) as e:
+        raise DistdxError("DX-KB-006", f"cannot read the known-issue index {user}: {e}",
+                          hint="rebuild it with `distdx kb build --force`, or unset DISTDX_INDEX") from None
+    return bundled, mine
+
+
 @lru_cache(maxsize=1)
 def load_known_issues() -> tuple[KnownIssue, ...]:
-    entry = resources.files("distdx.knowledge").joinpath("data", "known_issues.jsonl")
-    if not entry.is_file():
-        return ()
-    return parse_index(entry.read_text(encoding="utf-8"))
+    bundled, mine = index_texts()
+    issues = {i.id: i for i in parse_index(bundled)}
+    issues.update((i.id, i) for i in parse_index(mine))
+    return tuple(issues.values())

@@ -6,9 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from distdx.errors import DistdxError
-from distdx.knowledge.known_issues import KnownIssue, issue_from_case, read_cases, write_index
-
-DEFAULT_OUT = Path(__file__).resolve().parents[1] / "knowledge" / "data" / "known_issues.jsonl"
+from distdx.knowledge.known_issues import KnownIssue, issue_from_case, read_cases, user_index_path, write_index
 
 
 @dataclass(frozen=True)
@@ -43,18 +41,27 @@ def known_issues_from(source: str, skip_splits: tuple[str, ...] = ()) -> list[Kn
 
 
 def build_kb(sources: str | list[str] | tuple[str, ...], out: str | Path | None = None,
-             skip_splits: tuple[str, ...] = ()) -> KbBuild:
+             skip_splits: tuple[str, ...] = (), force: bool = False) -> KbBuild:
     """One index from one or more sources; an issue in several (the same id) is indexed once,
-    from the first source that has it."""
+    from the first source that has it. Written to ``out`` or the user's index (never into the
+    installed package unless ``out`` says so), atomically; an existing file is replaced only with
+    ``force``."""
     sources = (sources,) if isinstance(sources, str) else tuple(sources)
     issues = [issue for source in sources for issue in known_issues_from(source, skip_splits)]
     unique: dict[str, KnownIssue] = {}
     for issue in issues:  # the same issue twice (e.g. two imports) is indexed once
         unique.setdefault(issue.id, issue)
-    target = Path(out) if out else DEFAULT_OUT
+    target = Path(out) if out else user_index_path()
+    if target.exists() and not force:
+        raise DistdxError("DX-STUDY-103", f"{target} exists already",
+                          why="replacing it would lose the index it holds",
+                          hint="pass --force to replace it, or --out another path")
+    tmp = target.with_name(f".{target.name}.tmp")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_index(list(unique.values()), target)
+        write_index(list(unique.values()), tmp)
+        tmp.replace(target)
     except OSError as e:
+        tmp.unlink(missing_ok=True)
         raise DistdxError("DX-STUDY-102", f"cannot write {target}: {e.strerror}", hint="pick another --out") from None
     return KbBuild(sources, target, len(unique), len(issues) - len(unique))

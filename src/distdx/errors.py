@@ -2,7 +2,8 @@
 
 Every error says *what* went wrong, *why*, and *how to fix it*. The CLI renders it with
 :meth:`DistdxError.render` and exits with :attr:`DistdxError.exit_code`; it never shows a
-traceback for a ``DistdxError``.
+traceback for a ``DistdxError``. Every code (``DX-AREA-NNN``) is registered with its meaning in
+``errors.yaml`` (:func:`registry`); ``docs/errors.md`` is generated from it (:func:`errors_markdown`).
 """
 
 from __future__ import annotations
@@ -47,3 +48,27 @@ class DistdxError(Exception):
 
     def __str__(self) -> str:
         return self.render()
+
+
+def registry() -> dict[str, object]:
+    """``errors.yaml``: ``{"areas": {AREA: what}, "codes": {CODE: meaning}}``."""
+    from importlib import resources
+
+    import yaml
+
+    return yaml.safe_load(resources.files("distdx").joinpath("errors.yaml").read_text(encoding="utf-8"))
+
+
+def errors_markdown() -> str:
+    """The docs page of every error code, by area."""
+    reg = registry()
+    out = ["# Error codes", "",
+           "Generated from `src/distdx/errors.yaml`; regenerate with "
+           "`python -c \"from distdx.errors import errors_markdown; print(errors_markdown(), end='')\" > docs/errors.md`.",
+           "Every error prints `error[CODE]: what`, then `why:` and `fix:` lines; exit code 2 for bad input, 3 for a bug.",
+           ""]
+    for area, what in reg["areas"].items():
+        out += [f"## {area}: {what}", "", "| code | meaning |", "|---|---|"]
+        out += [f"| `{code}` | {meaning} |" for code, meaning in reg["codes"].items() if code.split("-")[1] == area]
+        out.append("")
+    return "\n".join(out)

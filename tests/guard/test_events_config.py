@@ -32,7 +32,7 @@ def test_read_events_skips_other_lines_and_cut_lines(tmp_path):
 def test_read_events_unreadable_is_a_distdx_error(tmp_path):
     with pytest.raises(DistdxError) as e:
         read_events(tmp_path / "missing.jsonl")
-    assert e.value.code == "DX-GUARD-READ"
+    assert e.value.code == "DX-GUARDCFG-002"
 
 
 def test_config_from_env_and_overrides():
@@ -45,7 +45,7 @@ def test_config_from_env_and_overrides():
 def test_config_bad_values_are_distdx_errors(env):
     with pytest.raises(DistdxError) as e:
         GuardConfig.from_env(env)
-    assert e.value.code == "DX-GUARD-CFG" and "DISTDX_GUARD_" in e.value.message
+    assert e.value.code == "DX-GUARDCFG-003" and "DISTDX_GUARD_" in e.value.message
 
 
 def test_config_unknown_option():

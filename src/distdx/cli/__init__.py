@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         import traceback
 
         print(
-            f"error[DX-INTERNAL]: distdx failed unexpectedly: {type(e).__name__}: {e}\n"
+            f"error[DX-INTERNAL-001]: distdx failed unexpectedly: {type(e).__name__}: {e}\n"
             "  this is a bug in distdx; please report it with the command you ran.\n"
             "  set DISTDX_DEBUG=1 to see the traceback.",
             file=sys.stderr,

@@ -62,7 +62,7 @@ class GuardConfig:
         for key, value in overrides.items():
             if key not in known:
                 raise DistdxError(
-                    "DX-GUARD-CFG",
+                    "DX-GUARDCFG-001",
                     f"unknown guard option {key!r}",
                     hint="valid options: " + ", ".join(sorted(known)),
                 )
@@ -86,7 +86,7 @@ def _convert(name: str, raw: str, kind: object) -> object:
         return raw
     except ValueError:
         raise DistdxError(
-            "DX-GUARD-CFG",
+            "DX-GUARDCFG-003",
             f"{name}={raw!r} is not a valid {kind}",
             hint=f"set {name} to a {kind} value or unset it",
         ) from None

@@ -91,7 +91,7 @@ def read_events(path: str | os.PathLike) -> list[GuardEvent]:
             text = f.read_text(encoding="utf-8", errors="replace")
         except OSError as e:
             raise DistdxError(
-                "DX-GUARD-READ",
+                "DX-GUARDCFG-002",
                 f"cannot read guard events from {f}",
                 why=str(e),
                 hint="pass the folder given as --out to `distdx run`, or a guard-rank*.jsonl file",

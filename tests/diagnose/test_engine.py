@@ -200,3 +200,17 @@ def test_phase_markers_choose_among_a_rules_own_targets():
 
     assert top(["init_process_group on 2 nodes via torchrun, MASTER_ADDR=n0", "NCCL error: unhandled system error"]) == "2.2"
     assert top(["step 120: loss 2.31", "loss.backward()", "NCCL error: unhandled system error"]) == "4.7"
+
+
+def test_weights_are_one_object_passed_in_not_patched():
+    import dataclasses
+
+    from distdx.diagnose.engine import DEFAULT_WEIGHTS, Weights
+
+    parsed = _oom_then_cascade()
+    base = diagnose(parsed, rules=RULES, model=EMPTY_MODEL)
+    assert diagnose(parsed, rules=RULES, model=EMPTY_MODEL, weights=Weights()).to_dict() == base.to_dict()
+    no_rules = dataclasses.replace(DEFAULT_WEIGHTS, rule_saturation=1e9)  # rule evidence counts for ~nothing
+    assert diagnose(parsed, rules=RULES, model=EMPTY_MODEL, weights=no_rules).confidence < base.confidence
+    with __import__("pytest").raises(dataclasses.FrozenInstanceError):
+        DEFAULT_WEIGHTS.text_weight = 0.0  # type: ignore[misc]

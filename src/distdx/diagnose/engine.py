@@ -40,31 +40,42 @@ from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN, taxonomy
 from distdx.logs.firstfail import cascade_match
 from distdx.logs.models import LogLine, ParsedLog
 
-# Where a hit sits -> how much it counts.
-POSITION_FIRST_FAILURE = 1.0  # the line that names the first failure
-POSITION_FIRST_BLOCK = 0.6  # other lines of its block (frames, context)
-POSITION_SAME_RANK = 0.7
-POSITION_NO_RANK = 0.7
-POSITION_OTHER_RANK = 0.5
-POSITION_CASCADE = 0.25
-CASCADE_WHEN_EXPLAINED = 0.3  # further down-weighting of the cascade once a rule explains the first failure
-# Rules are taken strongest first and each further one counts this much less than the one before,
-# so that many weak or cascade signatures cannot outvote one strong signature on the first failure.
-EVIDENCE_DECAY = 0.7
+@dataclass(frozen=True)
+class Weights:
+    """Every number that decides how the engine weighs its evidence, in one place. A sweep builds
+    variants with ``dataclasses.replace(DEFAULT_WEIGHTS, text_weight=...)`` and passes them to
+    :func:`diagnose`; nothing needs patching. The defaults are today's engine (moving any one of
+    them alone improved no measured set at once; README, "Measured")."""
 
-RULE_SATURATION = 0.7  # total rule strength at which rule evidence weighs ~76%
-TEXT_WEIGHT = 0.9  # weight of the text model at full similarity
-TEXT_FULL_SIMILARITY = 0.35  # cosine similarity treated as a close match
-PRIOR_WEIGHT = 0.08
-NB_SHARE = 0.5  # share of naive Bayes (vs nearest neighbours) within the text model
-PHASE_BOOST = 0.5  # per phase marker (at most three count) when choosing among a rule's own targets
-STAGE_COUPLING = 0.6  # how strongly the stage distribution reshapes symptoms and root causes
-FIX_VIA_CAUSE = 0.5  # weight of the root cause -> fix mapping beside the direct fix votes
+    # where a hit sits -> how much it counts
+    first_failure: float = 1.0  #: the line that names the first failure
+    first_block: float = 0.6  #: other lines of its block (frames, context)
+    same_rank: float = 0.7  #: a line of the first failure's rank
+    no_rank: float = 0.7  #: a line whose rank is unknown
+    other_rank: float = 0.5  #: a line of another rank
+    cascade: float = 0.25  #: a line the logs layer marked as the first failure's cascade
+    cascade_when_explained: float = 0.3  #: further down-weighting of the cascade once a rule explains the first failure
+    #: rules are taken strongest first and each further one counts this much less than the one before,
+    #: so that many weak or cascade signatures cannot outvote one strong signature on the first failure
+    evidence_decay: float = 0.7
+    #: total rule strength s gives the rules a weight of 1 - exp(-s / rule_saturation): 63 % at s = 0.7
+    rule_saturation: float = 0.7
+    text_weight: float = 0.9  #: weight of the text model at full similarity
+    text_full_similarity: float = 0.35  #: cosine similarity treated as a close match
+    prior_weight: float = 0.08  #: weight of the study's shares
+    nb_share: float = 0.5  #: share of naive Bayes (vs nearest neighbours) within the text model
+    phase_boost: float = 0.5  #: per phase marker (at most three count) when choosing among a rule's own targets
+    stage_coupling: float = 0.6  #: how strongly the stage distribution reshapes symptoms and root causes
+    fix_via_cause: float = 0.5  #: weight of the root cause -> fix mapping beside the direct fix votes
+    #: a similar issue whose root cause differs from the diagnosis's needs this close a wording
+    similar_min_similarity: float = 0.15
+
+
+DEFAULT_WEIGHTS = Weights()
 EXACT_JACCARD = 0.85  # token overlap at which a known issue is the input itself
 MAX_EVIDENCE_PER_RULE = 3
 MAX_FIXES = 8
 MAX_SIMILAR = 3
-SIMILAR_MIN_SIMILARITY = 0.15  # a similar issue whose root cause differs from the diagnosis's needs this close a wording
 
 _SHAPE_DIGITS = re.compile(r"\d{3,}|(?<=rank)\s*\d+|(?<=Rank )\d+", re.I)
 
@@ -82,21 +93,21 @@ def _line_shape(text: str) -> str:
     return _SHAPE_DIGITS.sub("#", text)
 
 
-def _position(rule: Rule, line: LogLine, parsed: ParsedLog, ff_keys: set, cascade_keys: set,
+def _position(rule: Rule, line: LogLine, parsed: ParsedLog, ff_keys: set, cascade_keys: set, w: Weights,
               real_first: bool) -> tuple[float, bool, bool]:
     key = (line.source, line.lineno)
     ff = parsed.first_failure
     if ff is not None and key == (ff.line.source, ff.line.lineno):
-        return POSITION_FIRST_FAILURE, True, False
+        return w.first_failure, True, False
     if key in ff_keys:
-        return POSITION_FIRST_BLOCK, True, False
+        return w.first_block, True, False
     # with a real first failure, a cascade-type line (watchdog, abort, dropped peer) is its
     # consequence even where the logs layer did not list it (it keeps a representative few)
     if rule.cascade or key in cascade_keys or (real_first and cascade_match(line.text) is not None):
-        return POSITION_CASCADE, False, True
+        return w.cascade, False, True
     if ff is None or ff.rank is None or line.rank is None:
-        return POSITION_NO_RANK, False, False
-    return (POSITION_SAME_RANK if line.rank == ff.rank else POSITION_OTHER_RANK), False, False
+        return w.no_rank, False, False
+    return (w.same_rank if line.rank == ff.rank else w.other_rank), False, False
 
 
 def _cascade_keys(parsed: ParsedLog) -> set[tuple[str, int]]:
@@ -110,7 +121,7 @@ def _cascade_keys(parsed: ParsedLog) -> set[tuple[str, int]]:
     return keys
 
 
-def match_rules(parsed: ParsedLog, rules: Sequence[Rule]) -> list[_Hit]:
+def match_rules(parsed: ParsedLog, rules: Sequence[Rule], weights: Weights = DEFAULT_WEIGHTS) -> list[_Hit]:
     """Fire every applicable rule on the kept lines; one representative line per line shape."""
     # low-weight prose cues (severity info) are for pasted issue texts, not for machine logs
     # too large to keep whole; skipping them there also keeps big inputs fast
@@ -168,7 +179,7 @@ def match_rules(parsed: ParsedLog, rules: Sequence[Rule]) -> list[_Hit]:
         fired = [r for r in active if r.first_match(representative, lowered) and admits(r)]
         for rule in fired:
             for line in group:
-                strength, on_ff, on_cascade = _position(rule, line, parsed, ff_keys, cascade_keys, real_first)
+                strength, on_ff, on_cascade = _position(rule, line, parsed, ff_keys, cascade_keys, weights, real_first)
                 hits.append(_Hit(rule, line, rule.weight * strength, on_ff, on_cascade))
     return hits
 
@@ -191,20 +202,20 @@ def _priors(dimension: str) -> dict[str, float]:
     return _normalise({i: tax.prior(i) for i in tax.ids(dimension)})
 
 
-def _couple_to_stage(dist: dict[str, float], stage_dist: dict[str, float]) -> dict[str, float]:
+def _couple_to_stage(dist: dict[str, float], stage_dist: dict[str, float], coupling: float) -> dict[str, float]:
     """Reweight symptoms/root causes by the probability of their stage."""
     tax = taxonomy()
     out = {}
     for node_id, p in dist.items():
         stage = tax.stage_of(node_id)
-        out[node_id] = p * ((1 - STAGE_COUPLING) + STAGE_COUPLING * stage_dist.get(stage or "", 0.0) * len(stage_dist or [1]))
+        out[node_id] = p * ((1 - coupling) + coupling * stage_dist.get(stage or "", 0.0) * len(stage_dist or [1]))
     return _normalise(out)
 
 
-def _phase_weights(text: str) -> dict[str, float]:
+def _phase_weights(text: str, boost: float) -> dict[str, float]:
     """A factor per stage from the phase markers in the input (1.0 when a stage shows none)."""
     evidence = phase_evidence(text)
-    return {stage: 1.0 + PHASE_BOOST * min(count, 3) for stage, count in evidence.items()}
+    return {stage: 1.0 + boost * min(count, 3) for stage, count in evidence.items()}
 
 
 def _by_phase(weights: dict[str, float], phase: dict[str, float]) -> dict[str, float]:
@@ -244,8 +255,11 @@ def diagnose(
     rules: Sequence[Rule] | None = None,
     model: TextModel | None = None,
     exclude_ids: frozenset[str] = frozenset(),
+    weights: Weights = DEFAULT_WEIGHTS,
 ) -> Diagnosis:
-    """Rank hypotheses for a parsed log. ``exclude_ids`` leaves known issues out (leave-one-out)."""
+    """Rank hypotheses for a parsed log. ``exclude_ids`` leaves known issues out (leave-one-out);
+    ``weights`` are the engine's numbers (:class:`Weights`)."""
+    wt = weights
     rules = load_rules() if rules is None else rules
     model = default_model() if model is None else model
     tax = taxonomy()
@@ -254,20 +268,20 @@ def diagnose(
     cascade = _cascade_keys(parsed)
     text = "\n".join(l.text for l in parsed.lines if (l.source, l.lineno) not in cascade) if cascade else parsed.text
 
-    hits = match_rules(parsed, rules)
+    hits = match_rules(parsed, rules, wt)
     if any(h.first_failure and h.line == parsed.first_failure.line for h in hits if parsed.first_failure):
         # the first failure has its own explanation: what followed on other ranks is its consequence
-        hits = [dataclasses.replace(h, strength=h.strength * CASCADE_WHEN_EXPLAINED) if h.cascade else h for h in hits]
+        hits = [dataclasses.replace(h, strength=h.strength * wt.cascade_when_explained) if h.cascade else h for h in hits]
     strongest: dict[str, _Hit] = {}
     for hit in hits:
         best = strongest.get(hit.rule.code)
         if best is None or hit.strength > best.strength:
             strongest[hit.rule.code] = hit
     ranked_rules = sorted(strongest.values(), key=lambda h: (-h.strength, h.rule.code))
-    contributions = [h.strength * EVIDENCE_DECAY**i for i, h in enumerate(ranked_rules)]
+    contributions = [h.strength * wt.evidence_decay**i for i, h in enumerate(ranked_rules)]
     total_strength = sum(contributions)
 
-    phase = _phase_weights(text)
+    phase = _phase_weights(text, wt.phase_boost)
     rule_votes: dict[str, dict[str, float]] = {d: defaultdict(float) for d in DIMENSIONS}
     for hit, contribution in zip(ranked_rules, contributions):
         targets = {
@@ -289,24 +303,24 @@ def diagnose(
     known = [nb for nb in neighbours if not nb.issue.id.startswith((RULE_DOC_PREFIX, TAXONOMY_DOC_PREFIX))]
     top_similarity = neighbours[0].similarity if neighbours else 0.0
 
-    w_rule = 1 - math.exp(-total_strength / RULE_SATURATION)
-    w_text = TEXT_WEIGHT * min(1.0, top_similarity / TEXT_FULL_SIMILARITY)
+    w_rule = 1 - math.exp(-total_strength / wt.rule_saturation)
+    w_text = wt.text_weight * min(1.0, top_similarity / wt.text_full_similarity)
     dists: dict[str, dict[str, float]] = {}
     for dim in DIMENSIONS:
         dists[dim] = _mix([
             (w_rule, _normalise(rule_votes[dim])),
-            (w_text, _mix([(1 - NB_SHARE, vote(neighbours, dim)),
-                           (NB_SHARE, model.posterior(text, dim, exclude_ids=exclude_ids | exact_ids))])),
-            (PRIOR_WEIGHT, _priors(dim)),
+            (w_text, _mix([(1 - wt.nb_share, vote(neighbours, dim)),
+                           (wt.nb_share, model.posterior(text, dim, exclude_ids=exclude_ids | exact_ids))])),
+            (wt.prior_weight, _priors(dim)),
         ])
-    dists["symptom"] = _couple_to_stage(dists["symptom"], dists["stage"])
-    dists["root_cause"] = _couple_to_stage(dists["root_cause"], dists["stage"])
+    dists["symptom"] = _couple_to_stage(dists["symptom"], dists["stage"], wt.stage_coupling)
+    dists["root_cause"] = _couple_to_stage(dists["root_cause"], dists["stage"], wt.stage_coupling)
     fix_table = _fix_given_cause(model, exclude_ids | exact_ids)
     via_cause: dict[str, float] = defaultdict(float)
     for rc, p in dists["root_cause"].items():
         for fp, q in fix_table.get(rc, _priors("fix_pattern")).items():
             via_cause[fp] += p * q
-    dists["fix_pattern"] = _mix([(1.0, dists["fix_pattern"]), (FIX_VIA_CAUSE, via_cause)])
+    dists["fix_pattern"] = _mix([(1.0, dists["fix_pattern"]), (wt.fix_via_cause, via_cause)])
 
     confidence = 1 - (1 - w_rule) * (1 - w_text * 0.8)
     if parsed.first_failure is None and not hits and not may_report_failure(text):
@@ -339,7 +353,7 @@ def diagnose(
     # (0.81 there); benchmarks/bench_accuracy.py prints what it gives on every set
     top_cause = classification["root_cause"][0].id if classification["root_cause"] else None
     agreeing = [nb for nb in known if nb.issue.labels.get("symptom") == top_symptom
-                and (nb.issue.labels.get("root_cause") == top_cause or nb.similarity >= SIMILAR_MIN_SIMILARITY)]
+                and (nb.issue.labels.get("root_cause") == top_cause or nb.similarity >= wt.similar_min_similarity)]
     similar = tuple(
         SimilarIssue(nb.issue.id, nb.issue.url, nb.issue.title, nb.similarity, nb.issue.labels,
                      nb.issue.resolution, exact=nb.issue.id in exact_ids)

@@ -151,3 +151,20 @@ def test_keep_refuses_a_file(tmp_path):
 def test_fault_step_matches_what_the_program_is_told(scenario):
     assert scenario.fault_step == int(scenario.env["LAB_FAULT_STEP"])
     assert scenario.fault_rank is not None
+
+
+def test_a_scenario_needing_a_missing_package_is_refused_before_it_runs():
+    import dataclasses
+
+    import pytest
+
+    from distdx.errors import DistdxError
+    from distdx.lab.catalogue import get_scenario
+    from distdx.lab.runner import check_requirements
+
+    assert get_scenario("bad-deepspeed-config").requires == ("torch", "deepspeed")
+    assert get_scenario("rank-killed").requires == ("torch",)
+    missing = dataclasses.replace(get_scenario("rank-killed"), requires=("torch", "no_such_package_xyz"))
+    with pytest.raises(DistdxError) as e:
+        check_requirements(missing)
+    assert e.value.code == "DX-LAB-006" and "no_such_package_xyz" in e.value.message and e.value.exit_code == 2

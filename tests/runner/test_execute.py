@@ -117,3 +117,12 @@ def test_an_earlier_run_into_the_same_folder_is_not_read_as_this_one(tmp_path):
     result = execute(plan_run(py("print('fine')"), out_dir=tmp_path, environ={}))
     assert result.guard_problems == 0 and result.guard_files == () and result.rank_logs == ()
     assert result.diagnosis is None
+
+
+def test_default_run_dir_is_under_the_state_dir_not_the_current_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("DISTDX_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "-q", "--no-diagnose", "--", sys.executable, "-c", "print('fine')"]) == 0
+    runs = list((tmp_path / "state" / "runs").iterdir())
+    assert len(runs) == 1 and runs[0].name.startswith("distdx-run-")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("distdx-run-")]

@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="a guard option, e.g. hang_s=30 or fail_fast=1 (repeatable; see docs/guard.md)",
     )
-    p.add_argument("--out", metavar="DIR", help="where to keep logs and events (default: ./distdx-run-<time>)")
+    p.add_argument("--out", metavar="DIR", help="where to keep logs and events (default: "
+                   "$DISTDX_STATE_DIR or ~/.local/state/distdx, in runs/distdx-run-<time>; the path is printed)")
     p.add_argument("--timeout", type=positive, metavar="SECONDS", help="stop the job (SIGTERM, then SIGKILL) after this long")
     p.add_argument("--no-diagnose", action="store_true", help="do not diagnose a failed job")
     p.add_argument("-q", "--quiet", action="store_true", help="do not copy the job's output to the console")
@@ -96,13 +97,31 @@ def render_markdown(result) -> str:  # noqa: ANN001
     return "\n".join(lines)
 
 
+def _state_dir():
+    """Where runs are kept by default: ``$DISTDX_STATE_DIR``, else ``$XDG_STATE_HOME/distdx``
+    (``~/.local/state/distdx``), never the current directory."""
+    import os
+    from pathlib import Path
+
+    if os.environ.get("DISTDX_STATE_DIR"):
+        return Path(os.environ["DISTDX_STATE_DIR"])
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "distdx"
+
+
 def run(args: argparse.Namespace) -> int:
     from distdx.runner import execute, plan_run
 
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
-    out = args.out or time.strftime("distdx-run-%Y%m%d-%H%M%S")
+    out = args.out or str(_state_dir() / "runs" / time.strftime("distdx-run-%Y%m%d-%H%M%S"))
+    if args.guard:
+        import importlib.util
+
+        if importlib.util.find_spec("torch") is None:
+            print("distdx run: warning: torch is not installed here, so the guard cannot start in this "
+                  "Python; the job runs unguarded unless its own Python has torch", file=sys.stderr)
     plan = plan_run(command, out_dir=out, guard=args.guard, guard_options=_guard_options(args.guard_option))
     # the job's own output goes to the console; in JSON mode to stderr, so stdout stays one document
     echo = None if args.quiet else (sys.stderr.buffer if args.format == "json" else sys.stdout.buffer)

@@ -55,6 +55,8 @@ class Scenario:
     """The rank that deviates (skips, stalls, dies, differs), when one does: what a detector must name."""
     fault_step: int | None = None
     """The training step (0-based) at which the fault fires, when there is a step loop."""
+    requires: tuple[str, ...] = ("torch",)
+    """Python packages the program imports, checked before the run (``requires: [torch, deepspeed]``)."""
 
     @property
     def symptom(self) -> str:
@@ -77,6 +79,7 @@ class Scenario:
             "fault": self.fault,
             "fault_rank": self.fault_rank,
             "fault_step": self.fault_step,
+            "requires": list(self.requires),
             "expect_log": list(self.expect_log),
             "diagnosis": self.diagnosis,
             "fix": list(self.fix),
@@ -176,6 +179,7 @@ def _parse_scenario(spec: object, programs: set[str]) -> Scenario:
         fault=" ".join(str(spec.get("fault", "")).split()),
         fault_rank=fault_rank,
         fault_step=fault_step,
+        requires=_strings(name, spec.get("requires"), "requires") or ("torch",),
     )
 
 

@@ -201,6 +201,23 @@ def _diagnose(paths: list[str]) -> tuple[dict | None, str | None]:
         return None, e.render()
 
 
+INSTALL = {"torch": "pip install 'distdx[torch]' (or torch itself)",
+           "deepspeed": "DS_BUILD_OPS=0 pip install deepspeed"}
+
+
+def check_requirements(scenario: Scenario) -> None:
+    """Refuse to run a scenario whose program would fail on a missing package, not on its fault."""
+    import importlib.util
+
+    missing = [m for m in scenario.requires if importlib.util.find_spec(m) is None]
+    if missing:
+        raise DistdxError(
+            "DX-LAB-006", f"scenario {scenario.name} needs {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} not installed",
+            why="its program imports them: without them it would fail on the import, not on the fault it injects",
+            hint="; ".join(INSTALL.get(m, f"pip install {m}") for m in missing),
+        )
+
+
 def run_scenario(
     name: str,
     *,
@@ -218,6 +235,7 @@ def run_scenario(
     ``["distdx", "run", "--guard", "--"]``). ``timeout_s`` replaces the scenario's bound.
     """
     scenario = get_scenario(name)
+    check_requirements(scenario)
     bound = float(timeout_s) if timeout_s is not None else scenario.timeout_s
     if keep is not None:
         workdir = Path(keep).resolve()

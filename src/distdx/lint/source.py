@@ -194,6 +194,7 @@ def _template_placeholders(text: str) -> list[tuple[int, str]]:
 
 
 def parse_json(text: str) -> Parsed:
+    _check_json_depth(text)
     dupes: list[Hit] = []
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicates(dupes))
@@ -248,9 +249,85 @@ def _yaml_positions(node, path: str, out: dict[str, tuple[int, int]]) -> None:
             _yaml_positions(item, f"{path}.{i}" if path else str(i), out)
 
 
+MAX_DEPTH = 200  # nesting no config needs; past it parsers recurse too deep
+
+
+def _too_deep(what: str, depth: int) -> DistdxError:
+    return DistdxError("DX-LINT-008", f"the {what} is nested more than {MAX_DEPTH} levels deep (at least {depth})",
+                       why="no DeepSpeed, Megatron or Colossal-AI config nests like that; reading it would exhaust the stack",
+                       hint="check that this is the config you meant to lint")
+
+
+def _check_json_depth(text: str) -> None:
+    depth, in_string, escaped = 0, False, False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _too_deep("JSON", depth)
+        elif ch in "]}":
+            depth -= 1
+
+
+MAX_EXPANDED = 200_000  # values a YAML document expands to once its aliases are resolved
+
+
+def _check_yaml_shape(node: yaml.Node | None) -> None:
+    """Refuse a composed YAML document that nests too deep or whose aliases expand to a huge tree
+    (a "billion laughs" file): counted on the node graph, where each alias is one shared node."""
+    if node is None:
+        return
+    sizes: dict[int, int] = {}
+
+    def expanded(n: yaml.Node, depth: int) -> int:
+        if depth > MAX_DEPTH:
+            raise _too_deep("YAML", depth)
+        if id(n) in sizes:
+            return sizes[id(n)]
+        if isinstance(n, yaml.MappingNode):
+            total = 1 + sum(expanded(k, depth + 1) + expanded(v, depth + 1) for k, v in n.value)
+        elif isinstance(n, yaml.SequenceNode):
+            total = 1 + sum(expanded(v, depth + 1) for v in n.value)
+        else:
+            total = 1
+        sizes[id(n)] = total
+        return total
+
+    if expanded(node, 0) > MAX_EXPANDED:
+        raise DistdxError("DX-LINT-009", f"the YAML expands to more than {MAX_EXPANDED:,} values once its aliases are resolved",
+                          why="aliases of aliases grow exponentially when read (a 'billion laughs' file); no config is that large",
+                          hint="write the values out, or check that this is the config you meant to lint")
+
+
+def _check_yaml_depth(text: str) -> None:
+    """The nesting depth from the parser's events (iterative), before anything recursive runs."""
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise _too_deep("YAML", depth)
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.YAMLError:
+        return  # the parse below reports it with its line and column
+
+
 def parse_yaml(text: str) -> Parsed:
+    _check_yaml_depth(text)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
+        _check_yaml_shape(node)
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)

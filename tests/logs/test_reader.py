@@ -247,3 +247,26 @@ def test_standard_input_twice_is_an_error():
     with pytest.raises(DistdxError) as e:
         read_logs(["-", "-"])
     assert e.value.code == "DX-LOGS-012"
+
+
+@pytest.mark.parametrize("module, suffix", [("gzip", ".gz"), ("bz2", ".bz2"), ("lzma", ".xz")])
+def test_a_compressed_log_cut_short_keeps_what_was_read_and_says_so(tmp_path, module, suffix):
+    import importlib
+    import random
+
+    rnd = random.Random(7)
+    lines = [f"step {i} loss {rnd.random():.6f} tokens {rnd.randint(0, 10**9)}" for i in range(30000)]
+    lines[2000] = "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    whole = importlib.import_module(module).compress(("\n".join(lines) + "\n").encode())
+    path = tmp_path / f"job.log{suffix}"
+    path.write_bytes(whole[: len(whole) * 3 // 4])
+    parsed = read_logs([str(path)])
+    assert any("cut short" in n for n in parsed.notes)
+    assert any("CUDA out of memory" in l.text for l in parsed.lines)
+
+
+def test_concatenated_gzip_members_are_all_read(tmp_path):
+    path = tmp_path / "multi.log.gz"
+    path.write_bytes(gzip.compress(b"epoch 1 ok\n") + gzip.compress(b"RuntimeError: boom\n"))
+    parsed = read_logs([str(path)])
+    assert [l.text for l in parsed.lines] == ["epoch 1 ok", "RuntimeError: boom"] and not parsed.notes

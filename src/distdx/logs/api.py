@@ -91,6 +91,10 @@ def read_logs(
         try:
             first = collector._next(fh, SourceContext(inp.name))
             if not first:
+                if getattr(fh, "cut", False):  # a compressed file cut before its first complete block
+                    problems.append(("DX-LOGS-006", inp.name,
+                                     "could not be decompressed: it was cut short before its first complete block"))
+                    continue
                 notes.add("empty", inp.name)
                 problems.append(("DX-LOGS-007", inp.name, "is empty"))
                 continue

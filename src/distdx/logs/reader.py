@@ -214,16 +214,75 @@ def expand_inputs(inputs: Sequence[str], notes: Notes) -> list[Input]:
     return out
 
 
+class _Decompressing:
+    """A compressed file read as a stream, in bounded memory, that knows whether it ended where its
+    format says it ends: at the end of a truncated file (a log copied while it was written, a
+    download cut short) it raises EOFError after everything that could be decompressed, so the
+    reader keeps that and says the file was cut. (gzip.open returns a cut file's prefix silently.)"""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, path: str, factory) -> None:  # noqa: ANN001 - a decompressor class or factory
+        self._raw = open(path, "rb")
+        self._factory = factory
+        self._decomp = factory()
+        self._feed = b""  # input left over from the previous member
+        self._done = False
+        self.cut = False  # the file ended before its format's end marker
+
+    def _input(self) -> bytes:
+        d = self._decomp
+        if self._feed:
+            data, self._feed = self._feed, b""
+            return data
+        if hasattr(d, "unconsumed_tail"):  # zlib keeps the input it did not use yet
+            return d.unconsumed_tail or self._raw.read(self.CHUNK)
+        return self._raw.read(self.CHUNK) if d.needs_input else b""  # bz2/lzma hold it inside
+
+    def read(self, size: int = -1) -> bytes:
+        want = self.CHUNK * 16 if size is None or size < 0 else size
+        out = bytearray()
+        while len(out) < want and not self._done:
+            d = self._decomp
+            if d.eof:  # the end of one member; another may follow (concatenated gzip)
+                rest = d.unused_data or self._raw.read(self.CHUNK)
+                if not rest:
+                    self._done = True
+                    break
+                self._decomp, self._feed = self._factory(), rest
+                continue
+            data = self._input()
+            if not data and (hasattr(d, "unconsumed_tail") or d.needs_input):
+                self._done = self.cut = True  # no input left and no end marker seen
+                if out:
+                    break  # the next read reports it, after this data is used
+                raise EOFError("the compressed file ends before its end marker: it was cut short")
+            out += d.decompress(data, want - len(out))
+        if not out and self.cut and self._done and not getattr(self, "_reported", False):
+            self._reported = True
+            raise EOFError("the compressed file ends before its end marker: it was cut short")
+        return bytes(out)
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def __enter__(self) -> "_Decompressing":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def _open(inp: Input, stdin: BinaryIO | None) -> BinaryIO:
     if inp.path is None:
         return stdin if stdin is not None else sys.stdin.buffer
     lower = inp.path.lower()
     if lower.endswith(".gz"):
-        return gzip.open(inp.path, "rb")  # type: ignore[return-value]
+        return _Decompressing(inp.path, lambda: zlib.decompressobj(16 + zlib.MAX_WBITS))  # type: ignore[return-value]
     if lower.endswith(".bz2"):
-        return bz2.open(inp.path, "rb")  # type: ignore[return-value]
+        return _Decompressing(inp.path, bz2.BZ2Decompressor)  # type: ignore[return-value]
     if lower.endswith((".xz", ".lzma")):
-        return lzma.open(inp.path, "rb")  # type: ignore[return-value]
+        return _Decompressing(inp.path, lzma.LZMADecompressor)  # type: ignore[return-value]
     return open(inp.path, "rb", buffering=0)
 
 

@@ -281,28 +281,25 @@ def _check_json_depth(text: str) -> None:
 MAX_EXPANDED = 200_000  # values a YAML document expands to once its aliases are resolved
 
 
-def _check_yaml_shape(node: yaml.Node | None) -> None:
-    """Refuse a composed YAML document that nests too deep or whose aliases expand to a huge tree
-    (a "billion laughs" file): counted on the node graph, where each alias is one shared node."""
+def _check_yaml_expansion(node: yaml.Node | None) -> None:
+    """Refuse a composed YAML document whose aliases expand to a huge tree (a "billion laughs"
+    file): counted on the node graph, where each alias is one shared node, so in linear time.
+    (The depth is already bounded by :func:`_check_yaml_depth`.)"""
     if node is None:
         return
     sizes: dict[int, int] = {}
 
-    def expanded(n: yaml.Node, depth: int) -> int:
-        if depth > MAX_DEPTH:
-            raise _too_deep("YAML", depth)
-        if id(n) in sizes:
-            return sizes[id(n)]
-        if isinstance(n, yaml.MappingNode):
-            total = 1 + sum(expanded(k, depth + 1) + expanded(v, depth + 1) for k, v in n.value)
-        elif isinstance(n, yaml.SequenceNode):
-            total = 1 + sum(expanded(v, depth + 1) for v in n.value)
-        else:
-            total = 1
-        sizes[id(n)] = total
-        return total
+    def expanded(n: yaml.Node) -> int:
+        if id(n) not in sizes:
+            if isinstance(n, yaml.MappingNode):
+                sizes[id(n)] = 1 + sum(expanded(k) + expanded(v) for k, v in n.value)
+            elif isinstance(n, yaml.SequenceNode):
+                sizes[id(n)] = 1 + sum(expanded(v) for v in n.value)
+            else:
+                sizes[id(n)] = 1
+        return sizes[id(n)]
 
-    if expanded(node, 0) > MAX_EXPANDED:
+    if expanded(node) > MAX_EXPANDED:
         raise DistdxError("DX-LINT-009", f"the YAML expands to more than {MAX_EXPANDED:,} values once its aliases are resolved",
                           why="aliases of aliases grow exponentially when read (a 'billion laughs' file); no config is that large",
                           hint="write the values out, or check that this is the config you meant to lint")
@@ -327,7 +324,7 @@ def parse_yaml(text: str) -> Parsed:
     _check_yaml_depth(text)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-        _check_yaml_shape(node)
+        _check_yaml_expansion(node)
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)

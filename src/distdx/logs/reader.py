@@ -229,6 +229,7 @@ class _Decompressing:
         self._feed = b""  # input left over from the previous member
         self._done = False
         self.cut = False  # the file ended before its format's end marker
+        self._reported = False
 
     def _input(self) -> bytes:
         d = self._decomp
@@ -254,23 +255,15 @@ class _Decompressing:
             data = self._input()
             if not data and (hasattr(d, "unconsumed_tail") or d.needs_input):
                 self._done = self.cut = True  # no input left and no end marker seen
-                if out:
-                    break  # the next read reports it, after this data is used
-                raise EOFError("the compressed file ends before its end marker: it was cut short")
+                break
             out += d.decompress(data, want - len(out))
-        if not out and self.cut and self._done and not getattr(self, "_reported", False):
+        if not out and self.cut and not self._reported:  # once, after the data read before the cut
             self._reported = True
             raise EOFError("the compressed file ends before its end marker: it was cut short")
         return bytes(out)
 
     def close(self) -> None:
         self._raw.close()
-
-    def __enter__(self) -> "_Decompressing":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _open(inp: Input, stdin: BinaryIO | None) -> BinaryIO:

@@ -50,7 +50,7 @@ def _tier_words(d: Diagnosis) -> str:
     ranked = d.classification.get("symptom") or ()
     p = ranked[0].probability if ranked else None
     chance = f" (symptom right about {p:.0%} of the time at this score)" if p is not None else ""
-    return {"confident": "confident", "likely": "likely", "weak": "weak"}.get(d.tier, d.tier) + chance
+    return d.tier + chance
 
 
 def _text(d: Diagnosis, verbose: bool) -> str:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
 from distdx.cli import add_format_option, emit, positive
 from distdx.errors import DistdxError
+from distdx.paths import user_dir
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -97,25 +99,14 @@ def render_markdown(result) -> str:  # noqa: ANN001
     return "\n".join(lines)
 
 
-def _state_dir():
-    """Where runs are kept by default: ``$DISTDX_STATE_DIR``, else ``$XDG_STATE_HOME/distdx``
-    (``~/.local/state/distdx``), never the current directory."""
-    import os
-    from pathlib import Path
-
-    if os.environ.get("DISTDX_STATE_DIR"):
-        return Path(os.environ["DISTDX_STATE_DIR"])
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "distdx"
-
-
 def run(args: argparse.Namespace) -> int:
     from distdx.runner import execute, plan_run
 
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
-    out = args.out or str(_state_dir() / "runs" / time.strftime("distdx-run-%Y%m%d-%H%M%S"))
+    out = args.out or str(user_dir("state", os.environ.get("DISTDX_STATE_DIR")) / "runs"
+                          / time.strftime("distdx-run-%Y%m%d-%H%M%S"))
     if args.guard:
         import importlib.util
 

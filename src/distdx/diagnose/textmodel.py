@@ -211,9 +211,8 @@ def default_model() -> TextModel:
     from importlib import resources
 
     from distdx.knowledge.cache import cached
-    from distdx.knowledge.rules import rule_files
-
     from distdx.knowledge.known_issues import index_texts
+    from distdx.knowledge.rules import rule_files
 
     data = resources.files("distdx.knowledge")
     inputs = [*(t.encode() for t in index_texts()), data.joinpath("taxonomy.yaml").read_bytes(),

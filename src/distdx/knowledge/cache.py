@@ -21,17 +21,15 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
+from distdx.paths import user_dir
+
 T = TypeVar("T")
 
 
 def cache_dir() -> Path | None:
     if os.environ.get("DISTDX_NO_CACHE"):
         return None
-    root = os.environ.get("DISTDX_CACHE_DIR")
-    if root:
-        return Path(root)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "distdx"
+    return user_dir("cache", os.environ.get("DISTDX_CACHE_DIR"))
 
 
 def _key(name: str, inputs: Iterable[bytes]) -> str:

@@ -132,10 +132,10 @@ def user_index_path() -> Path:
     (``~/.local/share/distdx/known_issues.jsonl``)."""
     import os
 
-    if os.environ.get("DISTDX_INDEX"):
-        return Path(os.environ["DISTDX_INDEX"])
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "distdx" / "known_issues.jsonl"
+    from distdx.paths import user_dir
+
+    override = os.environ.get("DISTDX_INDEX")
+    return Path(override) if override else user_dir("data") / "known_issues.jsonl"
 
 
 def index_texts() -> tuple[str, str]:

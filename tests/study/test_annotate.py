@@ -115,13 +115,19 @@ def label(store, number, who, labels):
     save_annotation(store, "acme/widgets", number, who, labels, 1)
 
 
+def _three_with_the_first_agreed(store, labels):
+    """The first three selected issues; the first labelled the same by A and B."""
+    a, b, c = [i.number for i in queue(store)[:3]]
+    label(store, a, "A", labels)
+    label(store, a, "B", labels)
+    return a, b, c
+
+
 def test_adjudication_records_agreed_and_decided_labels(mined_db):
     db, _ = mined_db
     same = LabelSet("S4", "4.7", "R4.7", "F3", True)
     with open_store(db) as store:
-        a, b, c = [i.number for i in queue(store)[:3]]
-        label(store, a, "A", same)
-        label(store, a, "B", same)
+        a, b, c = _three_with_the_first_agreed(store, same)
         label(store, b, "A", same)
         label(store, b, "B", LabelSet("S4", "4.11", "R4.7", "F1", True))
         label(store, c, "A", same)  # one annotator only: not ready
@@ -255,9 +261,7 @@ def test_adjudication_takes_a_third_readings_decisions_and_asks_the_rest(mined_d
     db, _ = mined_db
     same = LabelSet("S4", "4.7", "R4.7", "F3", True)
     with open_store(db) as store:
-        a, b, c = [i.number for i in queue(store)[:3]]
-        label(store, a, "A", same)
-        label(store, a, "B", same)
+        a, b, c = _three_with_the_first_agreed(store, same)
         for n in (b, c):
             label(store, n, "A", same)
             label(store, n, "B", LabelSet("S4", "4.11", "R4.7", "F1", True))

@@ -259,7 +259,6 @@ def diagnose(
 ) -> Diagnosis:
     """Rank hypotheses for a parsed log. ``exclude_ids`` leaves known issues out (leave-one-out);
     ``weights`` are the engine's numbers (:class:`Weights`)."""
-    wt = weights
     rules = load_rules() if rules is None else rules
     model = default_model() if model is None else model
     tax = taxonomy()
@@ -268,20 +267,20 @@ def diagnose(
     cascade = _cascade_keys(parsed)
     text = "\n".join(l.text for l in parsed.lines if (l.source, l.lineno) not in cascade) if cascade else parsed.text
 
-    hits = match_rules(parsed, rules, wt)
+    hits = match_rules(parsed, rules, weights)
     if any(h.first_failure and h.line == parsed.first_failure.line for h in hits if parsed.first_failure):
         # the first failure has its own explanation: what followed on other ranks is its consequence
-        hits = [dataclasses.replace(h, strength=h.strength * wt.cascade_when_explained) if h.cascade else h for h in hits]
+        hits = [dataclasses.replace(h, strength=h.strength * weights.cascade_when_explained) if h.cascade else h for h in hits]
     strongest: dict[str, _Hit] = {}
     for hit in hits:
         best = strongest.get(hit.rule.code)
         if best is None or hit.strength > best.strength:
             strongest[hit.rule.code] = hit
     ranked_rules = sorted(strongest.values(), key=lambda h: (-h.strength, h.rule.code))
-    contributions = [h.strength * wt.evidence_decay**i for i, h in enumerate(ranked_rules)]
+    contributions = [h.strength * weights.evidence_decay**i for i, h in enumerate(ranked_rules)]
     total_strength = sum(contributions)
 
-    phase = _phase_weights(text, wt.phase_boost)
+    phase = _phase_weights(text, weights.phase_boost)
     rule_votes: dict[str, dict[str, float]] = {d: defaultdict(float) for d in DIMENSIONS}
     for hit, contribution in zip(ranked_rules, contributions):
         targets = {
@@ -290,9 +289,9 @@ def diagnose(
             "root_cause": _by_phase(hit.rule.root_causes, phase),
             "fix_pattern": hit.rule.fix_patterns,
         }
-        for dim, weights in targets.items():
-            for node_id, w in weights.items():
-                rule_votes[dim][node_id] += contribution * w
+        for dim, shares in targets.items():
+            for node_id, share in shares.items():
+                rule_votes[dim][node_id] += contribution * share
 
     # Text model: a known issue that *is* the input is reported, never used as its own evidence.
     query_words = _unigrams(text)
@@ -303,24 +302,24 @@ def diagnose(
     known = [nb for nb in neighbours if not nb.issue.id.startswith((RULE_DOC_PREFIX, TAXONOMY_DOC_PREFIX))]
     top_similarity = neighbours[0].similarity if neighbours else 0.0
 
-    w_rule = 1 - math.exp(-total_strength / wt.rule_saturation)
-    w_text = wt.text_weight * min(1.0, top_similarity / wt.text_full_similarity)
+    w_rule = 1 - math.exp(-total_strength / weights.rule_saturation)
+    w_text = weights.text_weight * min(1.0, top_similarity / weights.text_full_similarity)
     dists: dict[str, dict[str, float]] = {}
     for dim in DIMENSIONS:
         dists[dim] = _mix([
             (w_rule, _normalise(rule_votes[dim])),
-            (w_text, _mix([(1 - wt.nb_share, vote(neighbours, dim)),
-                           (wt.nb_share, model.posterior(text, dim, exclude_ids=exclude_ids | exact_ids))])),
-            (wt.prior_weight, _priors(dim)),
+            (w_text, _mix([(1 - weights.nb_share, vote(neighbours, dim)),
+                           (weights.nb_share, model.posterior(text, dim, exclude_ids=exclude_ids | exact_ids))])),
+            (weights.prior_weight, _priors(dim)),
         ])
-    dists["symptom"] = _couple_to_stage(dists["symptom"], dists["stage"], wt.stage_coupling)
-    dists["root_cause"] = _couple_to_stage(dists["root_cause"], dists["stage"], wt.stage_coupling)
+    dists["symptom"] = _couple_to_stage(dists["symptom"], dists["stage"], weights.stage_coupling)
+    dists["root_cause"] = _couple_to_stage(dists["root_cause"], dists["stage"], weights.stage_coupling)
     fix_table = _fix_given_cause(model, exclude_ids | exact_ids)
     via_cause: dict[str, float] = defaultdict(float)
     for rc, p in dists["root_cause"].items():
         for fp, q in fix_table.get(rc, _priors("fix_pattern")).items():
             via_cause[fp] += p * q
-    dists["fix_pattern"] = _mix([(1.0, dists["fix_pattern"]), (wt.fix_via_cause, via_cause)])
+    dists["fix_pattern"] = _mix([(1.0, dists["fix_pattern"]), (weights.fix_via_cause, via_cause)])
 
     confidence = 1 - (1 - w_rule) * (1 - w_text * 0.8)
     if parsed.first_failure is None and not hits and not may_report_failure(text):
@@ -353,7 +352,7 @@ def diagnose(
     # (0.81 there); benchmarks/bench_accuracy.py prints what it gives on every set
     top_cause = classification["root_cause"][0].id if classification["root_cause"] else None
     agreeing = [nb for nb in known if nb.issue.labels.get("symptom") == top_symptom
-                and (nb.issue.labels.get("root_cause") == top_cause or nb.similarity >= wt.similar_min_similarity)]
+                and (nb.issue.labels.get("root_cause") == top_cause or nb.similarity >= weights.similar_min_similarity)]
     similar = tuple(
         SimilarIssue(nb.issue.id, nb.issue.url, nb.issue.title, nb.similarity, nb.issue.labels,
                      nb.issue.resolution, exact=nb.issue.id in exact_ids)

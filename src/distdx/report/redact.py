@@ -3,8 +3,9 @@
 Secrets are removed from everything meant to be shared (JSON, Markdown, the doctor's issue block):
 the patterns of ``secrets.yaml`` (tokens of the common services, authorization headers and cookies,
 private keys, passwords on command lines and in URLs, connection strings, and every key or variable
-whose name says key, token, secret or password), each with fixtures that must and must not match. Hosts and IPs are replaced with stable placeholders (``host-1``, ``ip-1``) so that a
-reader can still tell which lines come from the same machine.
+whose name says key, token, secret or password), each with fixtures that must and must not match.
+Hosts and IPs are replaced with stable placeholders (``host-1``, ``ip-1``) so that a reader can
+still tell which lines come from the same machine.
 """
 
 from __future__ import annotations

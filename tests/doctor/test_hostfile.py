@@ -37,6 +37,10 @@ def test_mpi_forms():
     ("node:x\n", "any", "h:1:6", "slot count"),
     ("# only comments\n\n", "any", "h:1:1", "no hosts"),
     ("\x00\x01binary", "any", "h:1:1", "NUL bytes"),
+    ("node1 slots=\u00b2\n", "any", "h:1:13", "whole number"),
+    ("node1 slots=99999999999999999999\n", "any", "h:1:13", "whole number"),
+    ("-oProxyCommand slots=1\n", "any", "h:1:1", "starts with `-`"),
+    ("-v\n", "any", "h:1:1", "starts with `-`"),
 ])
 def test_bad_lines_are_located(text, dialect, where, what):
     with pytest.raises(DistdxError) as e:

@@ -11,6 +11,7 @@ from distdx.doctor.compare import compare_reports
 from distdx.doctor.engine import run_checks
 from distdx.doctor.hostfile import HostEntry
 from distdx.doctor.probe import facts
+from distdx.errors import DistdxError
 from distdx.doctor.remote import check_node, doctor_nodes, ssh_command
 from distdx.doctor.render import render_comparison, render_nodes
 
@@ -27,7 +28,13 @@ def test_ssh_command_is_non_interactive_and_bounded():
     cmd = ssh_command("127.0.0.1", "distdx doctor --format json", port=2222, connect_timeout=3)
     assert cmd[:1] == ["ssh"]
     assert "BatchMode=yes" in cmd and "ConnectTimeout=3" in cmd
-    assert cmd[-2:] == ["127.0.0.1", "distdx doctor --format json"]
+    assert cmd[-3:] == ["--", "127.0.0.1", "distdx doctor --format json"]  # options end before the host
+
+
+def test_a_host_that_looks_like_an_option_is_refused():
+    with pytest.raises(DistdxError) as e:
+        ssh_command("-oProxyCommand=touch /tmp/x", "distdx doctor")
+    assert e.value.code == "DX-HOSTFILE-001" and "starts with `-`" in e.value.message
 
 
 @pytest.mark.skipif(shutil.which("ssh") is None, reason="needs an OpenSSH client")

@@ -43,7 +43,7 @@ def _error(source: str, line: int, column: int, what: str, hint: str) -> DistdxE
 
 
 def _positive_int(source: str, lineno: int, column: int, key: str, value: str) -> int:
-    if not value.isdigit() or int(value) < 1:
+    if not re.fullmatch(r"[0-9]{1,9}", value) or int(value) < 1:  # ASCII only: `slots=²` is not a number
         raise _error(source, lineno, column, f"{key} must be a whole number >= 1, got {value!r}",
                      f"write e.g. `{key}=8`")
     return int(value)
@@ -73,6 +73,9 @@ def parse_hostfile(text: str, source: str = "<hostfile>", dialect: str = "any") 
                              "DeepSpeed's launcher wants `host slots=N`")
             host, _, count = host.partition(":")
             slots = _positive_int(source, lineno, col + len(host) + 1, "slot count", count)
+        if host.startswith("-"):  # ssh and pdsh would read it as an option (`-oProxyCommand...`)
+            raise _error(source, lineno, col, f"bad host name {host!r}: it starts with `-`",
+                         "a host name never starts with `-`; ssh would take it as an option. Write the node's name")
         if not host or not _HOST_RE.match(host):
             bad = _BAD_HOST_CHAR.search(host)
             offset = bad.start() if bad else 0

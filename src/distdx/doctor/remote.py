@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 
 from distdx.doctor.compare import Comparison, compare_reports
+from distdx.errors import DistdxError
 from distdx.doctor.hostfile import HostEntry
 from distdx.doctor.models import DoctorReport
 
@@ -68,7 +69,11 @@ def ssh_command(host: str, remote: str, *, port: int | None = None, connect_time
     cmd = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={connect_timeout}", "-o", "LogLevel=ERROR"]
     if port is not None:
         cmd += ["-p", str(port)]
-    return cmd + [host, remote]
+    if host.startswith("-"):  # parse_hostfile refuses these; this guards every other caller
+        raise DistdxError("DX-HOSTFILE-001", f"bad host name {host!r}: it starts with `-`",
+                          why="ssh would read it as an option, not as the host to connect to",
+                          hint="pass the node's name or address")
+    return cmd + ["--", host, remote]
 
 
 def _explain(stderr: str) -> tuple[str, str]:

@@ -169,6 +169,12 @@ def test_export_import_round_trip(mined_db, tmp_path, suffix):
     with open_store(str(fresh)) as store:
         back = load_annotations(store)
     assert [a.labels for a in back] == labels and {a.annotator for a in back} == {"B"}
+    before = out.read_bytes()
+    again = cli("study", "annotate", "--db", db, "--annotator", "A", "--export", str(out))
+    assert again.returncode == 2 and "DX-PATH-001" in again.stderr and "--force" in again.stderr
+    assert out.read_bytes() == before  # nothing the user had is lost
+    again = cli("study", "annotate", "--db", db, "--annotator", "A", "--export", str(out), "--force")
+    assert again.returncode == 0, again.stderr
 
 
 def test_bad_label_files_are_clear_errors(tmp_path):

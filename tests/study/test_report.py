@@ -169,3 +169,14 @@ def test_the_corpus_report_builds_in_under_a_minute_and_opens_in_chromium(tmp_pa
     page = open_page(chromium, out / "index.html", tmp_path / "profile")
     assert page["errors"] == [] and f"{n} labelled issues" in page["text"]
     assert page["images"] and all(i["ok"] and i["width"] > 100 for i in page["images"])
+
+
+def test_a_report_already_written_is_replaced_only_with_force(tmp_path):
+    a = analyse(load_dataset(str(DEV)), str(DEV))
+    write_report(a, tmp_path)
+    before = (tmp_path / "index.html").read_bytes()
+    with pytest.raises(DistdxError) as e:
+        write_report(a, tmp_path)
+    assert e.value.code == "DX-PATH-001"
+    assert (tmp_path / "index.html").read_bytes() == before
+    write_report(a, tmp_path, force=True)

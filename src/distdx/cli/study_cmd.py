@@ -55,6 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--import", dest="import_path", metavar="FILE", help="import labels (.csv, .jsonl, .json Label Studio)")
     a.add_argument("--export", dest="export_path", metavar="FILE", help="export labels (.csv, .jsonl, .json Label Studio)")
     a.add_argument("--final", action="store_true", help="with --import/--export: the adjudicated labels")
+    a.add_argument("--force", action="store_true", help="with --export: replace the file if it exists")
     a.add_argument("--io-format", choices=("csv", "jsonl", "labelstudio"), help="label file format (default: by extension)")
     add_format_option(a, ("text", "json"))
     a.set_defaults(func=run_annotate)
@@ -85,6 +86,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rp = s.add_parser("report", help="the study's figures and findings for a labelled data set, as HTML")
     rp.add_argument("--dataset", required=True, help="case-format .jsonl file, or a study database")
     rp.add_argument("--out", help="folder for index.html and figures/ (omit to print the numbers only)")
+    rp.add_argument("--force", action="store_true", help="replace a report already in --out")
     add_format_option(rp, ("text", "json"))
     rp.set_defaults(func=run_report)
 
@@ -230,7 +232,7 @@ def run_annotate(args: argparse.Namespace) -> int:
             summary = {"imported": n, "from": args.import_path, "final": args.final}
         elif args.export_path:
             records = export_records(store, annotator=args.annotator, final=args.final)
-            fmt = write_labels(records, args.export_path, args.io_format)
+            fmt = write_labels(records, args.export_path, args.io_format, force=args.force)
             summary = {"exported": len(records), "to": args.export_path, "format": fmt, "final": args.final}
         else:
             if not args.annotator:
@@ -360,7 +362,7 @@ def run_report(args: argparse.Namespace) -> int:
     from distdx.study.report import analyse, render_text, write_report
 
     analysis = analyse(load_dataset(args.dataset), args.dataset)
-    files = write_report(analysis, args.out) if args.out else None
+    files = write_report(analysis, args.out, force=args.force) if args.out else None
     if args.format == "json":
         out = analysis.to_dict()
         if files:

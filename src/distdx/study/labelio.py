@@ -16,6 +16,7 @@ from xml.sax.saxutils import escape
 
 from distdx.errors import DistdxError
 from distdx.knowledge.taxonomy import UNKNOWN, taxonomy
+from distdx.paths import ensure_new, write_atomic
 from distdx.study.records import DIMENSIONS, TAXONOMY_DIMENSIONS, LabelSet
 
 FORMATS = ("csv", "jsonl", "labelstudio")
@@ -143,26 +144,29 @@ def _read_labelstudio(path, text: str) -> list[LabelRecord]:
     return out
 
 
-def write_labels(records: list[LabelRecord], path: str | Path, fmt: str | None = None) -> str:
-    """Write records; returns the format used. Label Studio also gets its labelling config."""
+def write_labels(records: list[LabelRecord], path: str | Path, fmt: str | None = None, *, force: bool = False) -> str:
+    """Write records atomically; returns the format used. An existing file is replaced only with
+    ``force``. Label Studio also gets its labelling config."""
     fmt = format_of(path, fmt)
     path = Path(path)
     if fmt == "jsonl":
-        with open(path, "w", encoding="utf-8") as f:
-            for r in records:
-                obj = {"id": r.id, "url": r.url, **r.case, "labels": r.labels.to_dict()}
-                if r.annotator:
-                    obj["annotator"] = r.annotator
-                if r.note:
-                    obj["note"] = r.note
-                f.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        lines = []
+        for r in records:
+            obj = {"id": r.id, "url": r.url, **r.case, "labels": r.labels.to_dict()}
+            if r.annotator:
+                obj["annotator"] = r.annotator
+            if r.note:
+                obj["note"] = r.note
+            lines.append(json.dumps(obj, ensure_ascii=False) + "\n")
+        write_atomic(path, "".join(lines), force=force, what="labels")
     elif fmt == "csv":
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
-            w.writeheader()
-            for r in records:
-                w.writerow({"id": r.id, "url": r.url, "annotator": r.annotator, "note": r.note,
-                            **{d: r.labels.value(d) for d in DIMENSIONS}})
+        buf = io.StringIO(newline="")
+        w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS)
+        w.writeheader()
+        for r in records:
+            w.writerow({"id": r.id, "url": r.url, "annotator": r.annotator, "note": r.note,
+                        **{d: r.labels.value(d) for d in DIMENSIONS}})
+        write_atomic(path, buf.getvalue(), force=force, what="labels")
     else:
         tasks = []
         for r in records:
@@ -172,8 +176,12 @@ def write_labels(records: list[LabelRecord], path: str | Path, fmt: str | None =
                        "value": {"choices": [r.labels.value(d)]}} for d in DIMENSIONS]
             task["annotations"] = [{"result": result}]
             tasks.append(task)
-        path.write_text(json.dumps(tasks, ensure_ascii=False, indent=1), encoding="utf-8")
-        path.with_suffix(".label_config.xml").write_text(label_studio_config(), encoding="utf-8")
+        config = path.with_suffix(".label_config.xml")
+        if not force:  # both files are checked before either is written
+            ensure_new(path, "labels")
+            ensure_new(config, "Label Studio config")
+        write_atomic(path, json.dumps(tasks, ensure_ascii=False, indent=1), force=force, what="labels")
+        write_atomic(config, label_studio_config(), force=True, what="Label Studio config")
     return fmt
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from distdx.errors import DistdxError
 from distdx.knowledge.taxonomy import UNKNOWN, taxonomy
+from distdx.paths import ensure_new, write_atomic
 from distdx.study.agreement import agreement
 from distdx.study.dataset import framework_of
 from distdx.study.records import LabelledIssue
@@ -370,9 +371,12 @@ th{background:#f3f3f3}figure{margin:1.5em 0}img{max-width:100%}figcaption{font-s
 .note{background:#fff8e1;border-left:4px solid #f0b400;padding:.5em 1em}"""
 
 
-def write_report(a: Analysis, out_dir: str | Path) -> ReportFiles:
-    """Write ``index.html`` (figures inlined) and ``figures/*.png|svg`` into ``out_dir``."""
+def write_report(a: Analysis, out_dir: str | Path, *, force: bool = False) -> ReportFiles:
+    """Write ``index.html`` (figures inlined) and ``figures/*.png|svg`` into ``out_dir``, each file
+    atomically; a report already there is replaced only with ``force``."""
     out = Path(out_dir)
+    if not force:
+        ensure_new(out / "index.html", "report")
     try:
         (out / "figures").mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -382,7 +386,7 @@ def write_report(a: Analysis, out_dir: str | Path) -> ReportFiles:
     paths = []
     for f in figures:
         path = out / "figures" / (f.name if f.name.endswith(".svg") else f.name + ".png")
-        path.write_bytes(f.png)
+        write_atomic(path, f.png, force=True, what="figure")
         paths.append(path)
     fig_html = {f.name: f'<figure id="fig-{f.name}"><img alt="{html.escape(f.caption)}" src="data:image/png;base64,'
                 f'{base64.b64encode(f.png).decode()}"><figcaption>{html.escape(f.caption)} '
@@ -439,7 +443,7 @@ def write_report(a: Analysis, out_dir: str | Path) -> ReportFiles:
         parts.extend(f'<p class="note">{html.escape(n)}</p>' for n in notes)
     parts.append("</body></html>")
     index = out / "index.html"
-    index.write_text("\n".join(p for p in parts if p), encoding="utf-8")
+    write_atomic(index, "\n".join(p for p in parts if p), force=True, what="report")
     return ReportFiles(index, tuple(paths), tuple(notes))
 
 

@@ -158,3 +158,20 @@ def test_shape_from_params_rejects_impossible_shapes(kwargs, words) -> None:
     with pytest.raises(DistdxError, match=words) as info:
         shape_from_params(1_000_000, layers=2, **kwargs)
     assert info.value.code == "DX-ESTIMATE-004"
+
+
+@pytest.mark.parametrize("field", ["layers", "hidden", "heads", "kv_heads", "ffn", "vocab"])
+@pytest.mark.parametrize("value", [0, -1, 10**40])
+def test_zero_negative_and_absurd_dimensions_are_bad_input(field: str, value: int) -> None:
+    with pytest.raises(DistdxError) as e:
+        shape_from_params(7 * 10**9, **{field: value})
+    assert e.value.code == "DX-ESTIMATE-003" and "whole number from 1" in e.value.message
+    assert len(e.value.message) < 200  # a 40-digit number is described, not printed
+
+
+def test_a_config_nested_past_the_recursion_limit_is_bad_input(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text('{"a":' * 50_000 + "1" + "}" * 50_000)
+    with pytest.raises(DistdxError) as e:
+        shape_from_config(path)
+    assert e.value.code == "DX-ESTIMATE-002" and "nested too deeply" in e.value.message

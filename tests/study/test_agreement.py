@@ -14,7 +14,7 @@ from sklearn.metrics import cohen_kappa_score
 from distdx.errors import DistdxError
 from distdx.knowledge.taxonomy import taxonomy
 from distdx.study.agreement import agreement, cohen_kappa, fleiss_kappa, saturation
-from distdx.study.labelio import LabelRecord, write_labels
+from distdx.study.labelio import LabelRecord, read_labels, write_labels
 from distdx.study.records import DIMENSIONS, LabelSet
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -143,3 +143,15 @@ def test_saturation_counts_new_categories_per_round():
     assert sat.rounds[2].new_total == 0 and sat.saturated
     assert sat.rounds[2].kappa["stage"] == pytest.approx(1.0)
     assert not saturation(rounds[:6]).saturated
+
+
+def test_a_long_csv_note_is_data_and_a_broken_csv_a_clear_error(tmp_path):
+    header = "id,url,annotator,note,stage,symptom,root_cause,fix_pattern,distributed_specific\n"
+    big = tmp_path / "big.csv"
+    big.write_text(header + f"a-1,u,A,{'n' * 131_073},S4,4.7,R4.7,F1,true\n")
+    assert read_labels(big)[0].note == "n" * 131_073
+    broken = tmp_path / "broken.csv"
+    broken.write_text(header + 'a-1,u,A,"never closed\n' + "x\n" * 3)
+    with pytest.raises(DistdxError) as e:
+        read_labels(broken)
+    assert e.value.code == "DX-STUDY-053" and "not CSV" in e.value.message

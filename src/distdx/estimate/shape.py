@@ -31,6 +31,7 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
+from distdx import jsonio
 from distdx.errors import DistdxError
 from distdx.estimate.models import ModelShape
 
@@ -72,7 +73,7 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise DistdxError("DX-ESTIMATE-002", f"cannot read model config {path}: {e.strerror or e}",
                           hint="pass a readable config.json") from None
     try:
-        data = json.loads(text)
+        data = jsonio.loads(text)
     except json.JSONDecodeError as e:
         raise DistdxError("DX-ESTIMATE-002", f"model config {path} is not valid JSON: {e.msg} "
                           f"at line {e.lineno}, column {e.colno}",
@@ -235,10 +236,25 @@ def shape_from_config(path: str | Path) -> ModelShape:
                       fields_used=dict(f.used), **dims)
 
 
+MAX_DIM = 10**15  # above any real model's parameter count, below float rounding trouble
+
+
+def _short(value: int) -> str:
+    text = str(value) if abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
+    return text
+
+
 def shape_from_params(params: int, *, layers: int | None = None, hidden: int | None = None,
                       heads: int | None = None, kv_heads: int | None = None, ffn: int | None = None,
                       vocab: int | None = None, largest_layer_params: int | None = None) -> ModelShape:
     """A shape for a bare parameter count; what is not given is derived and listed in ``assumed``."""
+    for flag, value in (("--params", params), ("--layers", layers), ("--hidden-size", hidden), ("--heads", heads),
+                        ("--kv-heads", kv_heads), ("--ffn-size", ffn), ("--vocab-size", vocab),
+                        ("--largest-layer-params", largest_layer_params)):
+        if value is not None and not 1 <= value <= MAX_DIM:
+            raise DistdxError("DX-ESTIMATE-003", f"{flag} is {_short(value)}; it must be a whole number from 1 to "
+                              f"{MAX_DIM:,}", why="a model dimension counts something: zero, negative or "
+                              "astronomically large sizes describe no model", hint=f"pass the model's real {flag[2:]}")
     assumed: list[str] = []
     if hidden is None and layers is None:
         # 12*L*h^2 = params with h = 128*L  ->  L = (params / (12 * 128^2))^(1/3)

@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from distdx import jsonio
 from distdx.errors import DistdxError
 
 SCHEMA_VERSION = 1
@@ -101,7 +102,7 @@ def read_events(path: str | os.PathLike) -> list[GuardEvent]:
             if not line.startswith("{"):
                 continue
             try:
-                data = json.loads(line)
+                data = jsonio.loads(line)
             except json.JSONDecodeError:
                 continue  # a line cut short when the process was killed
             if isinstance(data, dict) and data.get("distdx") == SCHEMA_VERSION and "kind" in data and "message" in data:

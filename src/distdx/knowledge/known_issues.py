@@ -17,6 +17,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from distdx import jsonio
 from distdx.errors import DistdxError
 from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN, taxonomy
 
@@ -100,7 +101,7 @@ def read_cases(path: str | Path) -> list[dict]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = jsonio.loads(line)
         except json.JSONDecodeError as e:
             raise _bad_case(str(path), lineno, f"not JSON ({e.msg} at column {e.colno})") from None
         if not isinstance(obj, dict):
@@ -120,11 +121,11 @@ def parse_index(text: str) -> tuple[KnownIssue, ...]:
     lines = [l for l in text.splitlines() if l.strip()]
     if not lines:
         return ()
-    header = json.loads(lines[0])
+    header = jsonio.loads(lines[0])
     if header.get("index_version") != INDEX_VERSION:
         raise DistdxError("DX-KB-004", "known-issue index has an unsupported version",
                           hint="rebuild it with `distdx kb build`", exit_code=3)
-    return tuple(KnownIssue(**json.loads(l)) for l in lines[1:])
+    return tuple(KnownIssue(**jsonio.loads(l)) for l in lines[1:])
 
 
 def user_index_path() -> Path:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from distdx import jsonio
 from distdx.errors import DistdxError
 from distdx.lint.models import Hit
 
@@ -130,7 +131,7 @@ def _json_positions(text: str) -> dict[str, tuple[int, int]]:
                 j += 2 if text[j] == "\\" else 1
             if stack and stack[-1][0] == "obj" and expecting_key:
                 try:
-                    key = json.loads(text[i:j + 1])
+                    key = jsonio.loads(text[i:j + 1])
                 except ValueError:
                     key = text[i + 1:j]
                 frame = stack[-1]
@@ -187,7 +188,7 @@ def _template_placeholders(text: str) -> list[tuple[int, str]]:
     if not found:
         return []
     try:
-        json.loads(_PLACEHOLDER.sub(lambda m: m.group(1) + "1", text))
+        jsonio.loads(_PLACEHOLDER.sub(lambda m: m.group(1) + "1", text))
     except json.JSONDecodeError:
         return []
     return found
@@ -197,14 +198,14 @@ def parse_json(text: str) -> Parsed:
     _check_json_depth(text)
     dupes: list[Hit] = []
     try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates(dupes))
+        data = jsonio.loads(text, object_pairs_hook=_no_duplicates(dupes))
         cleaned = text
         hits: list[Hit] = []
     except json.JSONDecodeError as strict_error:
         cleaned, blanked = _blank_lenient(text)
         dupes.clear()
         try:
-            data = json.loads(cleaned, object_pairs_hook=_no_duplicates(dupes))
+            data = jsonio.loads(cleaned, object_pairs_hook=_no_duplicates(dupes))
         except json.JSONDecodeError:
             template = _template_placeholders(cleaned)
             if template:

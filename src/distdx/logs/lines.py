@@ -11,6 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from distdx import jsonio
 from distdx.logs.models import GuardEvent, LogLine
 
 # CSI sequences (colours, cursor moves), OSC sequences (titles, links) and lone escapes.
@@ -131,7 +132,7 @@ def guard_event(text: str) -> GuardEvent | None:
     if not (stripped.startswith("{") and stripped.endswith("}") and '"distdx"' in stripped):
         return None
     try:
-        data = json.loads(stripped)
+        data = jsonio.loads(stripped)
     except ValueError:
         return None
     version = data.get("distdx") if isinstance(data, dict) else None

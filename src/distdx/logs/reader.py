@@ -11,7 +11,6 @@ from __future__ import annotations
 import bz2
 import glob as globlib
 import gzip
-import json
 import lzma
 import os
 import re
@@ -22,6 +21,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import BinaryIO, Iterable, Sequence
 
+from distdx import jsonio
 from distdx.errors import DistdxError
 from distdx.logs.lines import SourceContext, make_line
 from distdx.logs.models import LogLine
@@ -751,7 +751,7 @@ def read_error_file(path: str, ctx: SourceContext, data: bytes) -> list[LogLine]
     "Traceback ...", "timestamp": "1714564800"}}}`` (older files have a string ``message``).
     """
     try:
-        doc = json.loads(data.decode("utf-8", errors="replace"))
+        doc = jsonio.loads(data.decode("utf-8", errors="replace"))
     except ValueError:
         return None
     if not isinstance(doc, dict) or "message" not in doc:

@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from distdx import jsonio
 from distdx.errors import DistdxError
 from distdx.study.records import split_issue_url
 from distdx.study.store import Store, dumps
@@ -67,12 +68,12 @@ def read_dump(path: str | Path) -> list[dict]:
         for lineno, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
-                    items.append((str(lineno), json.loads(line)))
+                    items.append((str(lineno), jsonio.loads(line)))
                 except json.JSONDecodeError as e:
                     raise _bad(path, str(lineno), f"not JSON ({e.msg})") from None
     else:
         try:
-            data = json.loads(text)
+            data = jsonio.loads(text)
         except json.JSONDecodeError as e:
             raise _bad(path, f"{e.lineno}:{e.colno}", f"not JSON ({e.msg})") from None
         if isinstance(data, dict) and isinstance(data.get("issues"), list):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from distdx import jsonio
 from distdx.errors import DistdxError
 from distdx.knowledge.taxonomy import UNKNOWN, taxonomy
 from distdx.paths import ensure_new, write_atomic
@@ -83,7 +84,7 @@ def _read_jsonl(path, text: str) -> list[LabelRecord]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = jsonio.loads(line)
         except json.JSONDecodeError as e:
             raise _bad(path, str(lineno), f"not JSON ({e.msg})") from None
         if not isinstance(obj, dict) or not obj.get("id"):
@@ -96,7 +97,15 @@ def _read_jsonl(path, text: str) -> list[LabelRecord]:
 
 
 def _read_csv(path, text: str) -> list[LabelRecord]:
-    reader = csv.DictReader(io.StringIO(text))
+    csv.field_size_limit(max(csv.field_size_limit(), len(text)))  # a long note is data, not an error
+    reader = csv.DictReader(io.StringIO(text), strict=True)  # a quote never closed is an error, not data
+    try:
+        return _csv_records(path, reader)
+    except csv.Error as e:  # a quote never closed, a NUL byte
+        raise _bad(path, str(reader.line_num), f"not CSV ({e})") from None
+
+
+def _csv_records(path, reader: csv.DictReader) -> list[LabelRecord]:
     missing = [c for c in ("id", *TAXONOMY_DIMENSIONS) if c not in (reader.fieldnames or [])]
     if missing:
         raise _bad(path, "1", f"missing column(s) {', '.join(missing)}")
@@ -120,7 +129,7 @@ def _ls_value(result: list, name: str):
 
 def _read_labelstudio(path, text: str) -> list[LabelRecord]:
     try:
-        tasks = json.loads(text)
+        tasks = jsonio.loads(text)
     except json.JSONDecodeError as e:
         raise _bad(path, str(e.lineno), f"not JSON ({e.msg})") from None
     if not isinstance(tasks, list):
@@ -211,7 +220,7 @@ def annotation_sets(path: str | Path) -> dict[str, dict[str, LabelSet]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = jsonio.loads(line)
         except json.JSONDecodeError as e:
             raise _bad(path, str(lineno), f"not JSON ({e.msg})") from None
         anns = obj.get("annotations") if isinstance(obj, dict) else None

@@ -58,3 +58,10 @@ def test_an_error_renders_exactly_so():
                           "  why: it was rotated\n"
                           "  fix: check the path")
     assert str(DistdxError("DX-LOGS-001", "no log given")) == "error[DX-LOGS-001]: no log given"
+
+
+def test_a_hostile_value_in_an_error_is_quoted_not_dumped():
+    e = DistdxError("DX-STUDY-120", "url '" + "9" * 5000 + "' is not an issue URL", hint="x" * 2000)
+    first, fix = e.render().splitlines()
+    assert first.startswith("error[DX-STUDY-120]: url '999") and first.endswith("' is not an issue URL")
+    assert "characters left out" in first and len(first) < 700 and len(fix) < 700

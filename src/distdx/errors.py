@@ -16,6 +16,15 @@ EXIT_INTERNAL = 3  # a bug in distdx
 EXIT_NO_FAILURE = 4  # diagnose: the input reports no failure (blank, or a clean log)
 
 
+MAX_SHOWN = 600  # characters of one part of an error; a hostile value is quoted, not dumped
+
+
+def _capped(text: str) -> str:
+    if len(text) <= MAX_SHOWN:
+        return text
+    return f"{text[:MAX_SHOWN // 2]} … ({len(text) - MAX_SHOWN + 80:,} characters left out) … {text[-(MAX_SHOWN // 2 - 80):]}"
+
+
 class DistdxError(Exception):
     """A diagnostic error: a stable code, what happened, why, and a hint on how to fix it."""
 
@@ -36,11 +45,11 @@ class DistdxError(Exception):
         self.exit_code = exit_code
 
     def render(self) -> str:
-        lines = [f"error[{self.code}]: {self.message}"]
+        lines = [f"error[{self.code}]: {_capped(self.message)}"]
         if self.why:
-            lines.append(f"  why: {self.why}")
+            lines.append(f"  why: {_capped(self.why)}")
         if self.hint:
-            lines.append(f"  fix: {self.hint}")
+            lines.append(f"  fix: {_capped(self.hint)}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, object]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from distdx.lint import LintOptions, lint_text
-from distdx.lint.shell import bash_syntax_error, parse_script
+from distdx.lint.shell import MAX_GROWTH, bash_syntax_error, parse_script
 
 SCRIPT = """#!/bin/bash
 GPUS_PER_NODE=8
@@ -96,3 +96,10 @@ def test_deepspeed_config_gets_the_world_size_of_the_command_that_runs_it(tmp_pa
     assert "LINT-DS-010" in codes  # DP = 8 / TP 2 = 4, so 32 != 4 * 1 * 4
     cfg.write_text('{"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1}')
     assert not lint([str(script), str(cfg)]).has_errors
+
+
+def test_growth_and_huge_arithmetic_stay_bounded_and_unknown():
+    text = "V=x\n" + "V=$V$V$V$V\n" * 200 + "torchrun --nproc_per_node $V t.py\nN=$(( 9999999999 * 9999999999 * 9999999999 ))\n"
+    script = parse_script(text)
+    assert len(script.variables["V"]) <= MAX_GROWTH + 10
+    assert "N" not in script.variables or not script.variables["N"].isdigit()  # past 64 bits: not a known value

@@ -270,3 +270,24 @@ def test_concatenated_gzip_members_are_all_read(tmp_path):
     path.write_bytes(gzip.compress(b"epoch 1 ok\n") + gzip.compress(b"RuntimeError: boom\n"))
     parsed = read_logs([str(path)])
     assert [l.text for l in parsed.lines] == ["epoch 1 ok", "RuntimeError: boom"] and not parsed.notes
+
+
+@pytest.mark.parametrize("module, suffix", [("gzip", ".gz"), ("bz2", ".bz2"), ("lzma", ".xz")])
+@pytest.mark.parametrize("damage", ["flip", "not-that-format"])
+def test_a_damaged_compressed_log_is_bad_input_that_names_the_damage(tmp_path, module, suffix, damage):
+    import importlib
+
+    whole = bytearray(importlib.import_module(module).compress(b"RuntimeError: NCCL error\n" * 100))
+    if damage == "flip":
+        whole[len(whole) // 2] ^= 0x55
+    else:
+        whole = bytearray(b"this is no compressed data at all")
+    path = tmp_path / f"job.log{suffix}"
+    path.write_bytes(bytes(whole))
+    try:
+        parsed = read_logs([str(path)])
+    except DistdxError as e:  # nothing could be decompressed
+        assert e.code == "DX-LOGS-006" and "empty" not in e.message and "permission" not in e.hint
+        assert "damaged" in e.hint
+    else:  # some data before the damage was read: kept, and the note says why it stopped
+        assert any("stopped early" in n or "cut short" in n for n in parsed.notes)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 _ASSIGN = re.compile(r"^(?:export\s+|declare\s+(?:-\w+\s+)*|local\s+|readonly\s+)?([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$", re.S)
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(\[@\]|\[\*\])?(?:(:?[-=])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 _ARITH = re.compile(r"\$\(\(([^()]*(?:\([^()]*\)[^()]*)*)\)\)")
+MAX_GROWTH = 1 << 16  # characters one expansion may add; no launch script needs more
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
         ast.Div: operator.floordiv, ast.Mod: operator.mod}
 
@@ -51,15 +52,19 @@ def _arith(expr: str, variables: dict[str, str]) -> str | None:
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
             return node.value
         if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](ev(node.left), ev(node.right))
+            left, right = ev(node.left), ev(node.right)
+            if max(abs(left), abs(right)) >= 2**64:  # each step stays bounded: no 10**100000 in memory
+                raise ValueError("out of range")
+            return _OPS[type(node.op)](left, right)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -ev(node.operand)
         raise ValueError("not arithmetic")
 
     try:
-        return str(ev(tree))
+        value = ev(tree)
     except (ValueError, ZeroDivisionError):
         return None
+    return str(value) if -2**63 <= value < 2**63 else None  # past bash's 64 bits: not a value to reason with
 
 
 def expand(text: str, variables: dict[str, str], arrays: dict[str, list[str]]) -> str:
@@ -76,9 +81,12 @@ def expand(text: str, variables: dict[str, str], arrays: dict[str, list[str]]) -
             return expand(m.group(4) or "", variables, arrays)
         return variables.get(name, m.group(0))
 
+    written = text
     for _ in range(3):  # nested ${A:-${B}}
         new = _VAR.sub(var, text)
         new = _ARITH.sub(lambda m: _arith(m.group(1), variables) or m.group(0), new)
+        if len(new) > len(written) + MAX_GROWTH:  # V=$V$V$V$V in a loop: unknown, not 4^n characters
+            return written
         if new == text:
             break
         text = new

@@ -95,6 +95,9 @@ def read_logs(
                     problems.append(("DX-LOGS-006", inp.name,
                                      "could not be decompressed: it was cut short before its first complete block"))
                     continue
+                if collector.read_error:  # corrupt compressed data, an I/O error: not an empty file
+                    problems.append(("DX-LOGS-006", inp.name, f"could not be read ({collector.read_error})"))
+                    continue
                 notes.add("empty", inp.name)
                 problems.append(("DX-LOGS-007", inp.name, "is empty"))
                 continue
@@ -185,11 +188,15 @@ def _raise_nothing_read(items: list[Input], problems: list[tuple[str, str, str]]
         "DX-LOGS-007": "the job may have written its output elsewhere: check the launcher's --log_dir/--tee options or the scheduler's output file",
         "DX-LOGS-008": "point distdx at the text logs (stdout/stderr of the job), not at checkpoints, core dumps or archives",
     }
+    hint = hints.get(code, "pass the job's text logs: files, a directory, a glob, or - for stdin")
+    if code == "DX-LOGS-006" and "permission" not in what:  # damaged data, not access
+        hint = ("the file is damaged or not in the format its name says: test it (gzip -t, bzip2 -t, xz -t), "
+                "or pass the uncompressed log")
     raise DistdxError(
         code,
         f"no log to read: {name} {what}",
         why="distdx needs the text output of the failed job",
-        hint=hints.get(code, "pass the job's text logs: files, a directory, a glob, or - for stdin"),
+        hint=hint,
     )
 
 

@@ -388,6 +388,7 @@ class Collector:
         self.head: list[LogLine] = []
         self.tail: deque[LogLine] = deque(maxlen=tail_kept_lines)
         self.dropped = 0
+        self.read_error: str | None = None  # why the last read stopped early (corrupt data, I/O error)
         self.total_lines = 0
         self.total_bytes = 0
         self.read_ok = 0  # sources that gave at least one byte
@@ -557,9 +558,11 @@ class Collector:
                 self.tail.append(item)
 
     def _next(self, fh: BinaryIO, ctx: SourceContext) -> bytes:
+        self.read_error = None
         try:
             return fh.read(self.chunk)
-        except (OSError, EOFError, zlib.error) as e:
+        except (OSError, EOFError, zlib.error, lzma.LZMAError) as e:  # bz2 reports bad data as OSError
+            self.read_error = str(e) or type(e).__name__
             self.notes.add(f"reading stopped early ({type(e).__name__}: {e}); kept what was read", ctx.source)
             return b""
 

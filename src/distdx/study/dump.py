@@ -32,7 +32,7 @@ from distdx.errors import DistdxError
 from distdx.study.records import split_issue_url
 from distdx.study.store import Store, dumps
 
-_PR_REF = re.compile(r"^(?P<repo>[^/\s#]+/[^/\s#]+)#(?P<number>\d+)$")
+_PR_REF = re.compile(r"^(?P<repo>[^/\s#]+/[^/\s#]+)#(?P<number>[0-9]{1,12})$")  # no issue number is longer
 # Comments without an id get one below any real GitHub id, unique per issue and position.
 _SYNTHETIC_ID_BASE = -(10 ** 12)
 

@@ -21,7 +21,7 @@ FRAMEWORK_OF_REPO = {
     "pytorch/pytorch": "torch.distributed",
 }
 
-_ISSUE_URL = re.compile(r"^https?://[^/]+/(?P<repo>[^/\s]+/[^/\s]+)/(?:issues|pull)/(?P<number>\d+)/?$")
+_ISSUE_URL = re.compile(r"^https?://[^/]+/(?P<repo>[^/\s]+/[^/\s]+)/(?:issues|pull)/(?P<number>[0-9]{1,12})/?$")
 
 
 def bad_labels(where: str, what: str) -> DistdxError:

@@ -246,6 +246,24 @@ def diagnose_cases(rnd: random.Random) -> list[Case]:
             cases.append(Case(f"diagnose/{stream}/{fmt}", "diagnose", ["diagnose", name, "--format", fmt],
                               {name: ("stream", stream, rnd.randrange(1 << 30))},
                               valid=stream != "gz_bomb", valid_exits=frozenset({0, 4})))
+    fixtures = sorted((ROOT / "tests" / "diagnose" / "logs").glob("*.log"))
+    for i in range(60):  # real whole-log fixtures, mutated: cut, spliced, bytes flipped, lines repeated
+        data = bytearray(rnd.choice(fixtures).read_bytes())
+        for _ in range(rnd.randint(1, 5)):
+            op, pos = rnd.randrange(4), rnd.randrange(len(data) + 1)
+            if op == 0:
+                del data[pos:pos + rnd.randint(1, 2000)]
+            elif op == 1 and data:
+                data[min(pos, len(data) - 1)] = rnd.randrange(256)
+            elif op == 2:
+                data[pos:pos] = rnd.choice(fixtures).read_bytes()[: rnd.randint(0, 3000)]
+            else:
+                end = data.find(b"\n", pos)
+                line = bytes(data[pos:end + 1]) if end >= 0 else b"x\n"
+                data[pos:pos] = line * rnd.randint(2, 5000)
+        fmt = rnd.choice(["text", "json", "markdown"])
+        cases.append(Case(f"diagnose/fuzz{i}/{fmt}", "diagnose", ["diagnose", "job.log", "--format", fmt],
+                          {"job.log": bytes(data[:MAX_FILE])}))
     # paths: folders, loops, globs, names
     cases.append(Case("diagnose/symlink-loop-glob", "diagnose", ["diagnose", "logs/**/*.log"],
                       {"logs/a/rank0.log": base}, symlinks={"logs/a/loop": "..", "logs/self": "self"}))
@@ -303,7 +321,25 @@ def lint_cases(rnd: random.Random) -> list[Case]:
     add("list-top.json", {"list-top.json": b"[1, 2, 3]"})
     add("template.json", {"template.json": b'{"train_batch_size": {{ batch }}, "fp16": {"enabled": ${FP16}}}'})
     add("hjson.json", {"hjson.json": b"{\n  // comment\n  train_batch_size: 16\n}\n"})
-    for i in range(40):  # random mutations of a valid config: byte flips, cuts, inserted junk
+    for i in range(30):  # YAML configs (Colossal-AI, Megatron yaml args), mutated
+        text = bytearray(("plugin: " + rnd.choice(["gemini", "hybrid_parallel", "zero2", "3d"]) + "\ntp_size: "
+                          + str(rnd.choice([1, 2, 4, 8, 0, -1])) + "\npp_size: 2\nzero_stage: 1\nprecision: bf16\n"
+                          "optimizer:\n  lr: 3.0e-4\n  betas: [0.9, 0.95]\n").encode())
+        for _ in range(rnd.randint(0, 4)):
+            pos = rnd.randrange(len(text) + 1)
+            text[pos:pos] = rnd.choice([b"&a ", b"*a", b"!!binary ", b"{", b"[", b"'", b": :", b"\t", b"- ", b"<<: *a\n",
+                                        b"%YAML 9.9\n", b"--- !x\n"])
+        add(f"yaml{i}.yaml", {f"yaml{i}.yaml": bytes(text)})
+    for i in range(30):  # launch scripts put together from hostile pieces
+        pieces = [b"#!/bin/bash", b"GPUS=${GPUS:-8}", b"NODES=$((SLURM_NNODES))", b"ARGS=(--tp 8 --pp $((GPUS/0)))",
+                  b"eval \"$CMD\"", b"source ./env.sh", b"cat <<'EOF' > ds.json", b'{"train_batch_size": "$GBS"}', b"EOF",
+                  b"torchrun --nproc_per_node $GPUS --nnodes $NODES pretrain_gpt.py ${ARGS[@]}",
+                  b"deepspeed --hostfile hosts --include node1:0,1 train.py --deepspeed ds.json",
+                  b"for i in $(seq 1 100); do X=$X$X; done", b"function f { f; }; f", b"${!ref}", b"${V//a/bb}",
+                  b"python -m torch.distributed.run --nproc_per_node=\u00b2 t.py", b"\\", b"'", b'"', b"$(", b"`"]
+        body = b"\n".join(rnd.choice(pieces) for _ in range(rnd.randint(3, 40)))
+        add(f"script{i}.sh", {f"script{i}.sh": body})
+    for i in range(80):  # random mutations of a valid config: byte flips, cuts, inserted junk
         data = bytearray(json.dumps(_ds_config(rnd), indent=rnd.choice([None, 2])).encode())
         for _ in range(rnd.randint(1, 6)):
             op = rnd.randrange(3)
@@ -376,6 +412,14 @@ def estimate_cases(rnd: random.Random) -> list[Case]:
                                flag, v]))
     for v in ("abc", "1e999GB", "-80GB", "0", "80 GiB", "80QB", "\u00b2GB"):
         cases.append(Case(f"estimate/gpu-memory={v}", "estimate", ["estimate", "--params", "7B", "--gpu-memory", v]))
+    flags = ["--zero", "--tp", "--pp", "--cp", "--dp", "--world-size", "--micro-batch", "--seq-len", "--nodes",
+             "--gpus-per-node", "--layers", "--heads", "--kv-heads", "--hidden-size"]
+    for i in range(40):  # random combinations: legal and illegal sizes together
+        argv = ["estimate", "--params", rnd.choice(["7B", "70B", "1.3e9", "350M", "405B"]),
+                "--mode", rnd.choice(["train", "infer"]), "--format", rnd.choice(["text", "json", "markdown"])]
+        for flag in rnd.sample(flags, rnd.randint(1, 6)):
+            argv += [flag, str(rnd.choice([0, 1, 2, 3, 4, 7, 8, 64, 4096, -2, 10**12]))]
+        cases.append(Case(f"estimate/combo{i}", "estimate", argv))
     cases.append(Case("estimate/buffer-nan", "estimate", ["estimate", "--params", "7B", "--buffer-factor", "nan"]))
     configs = {
         "bad.json": b"{not json", "list.json": b"[]", "deep.json": b'{"a":' * 50_000 + b"1" + b"}" * 50_000,
@@ -394,7 +438,7 @@ def estimate_cases(rnd: random.Random) -> list[Case]:
     cases.append(Case("estimate/config-dir", "estimate", ["estimate", "--model-config", "model"], dirs=("model",)))
     cases.append(Case("estimate/valid-llama", "estimate",
                       ["estimate", "--model-config", "config.json", "--zero", "3", "--world-size", "64", "--format", "json"],
-                      {"config.json": _json_bytes({"hidden_size": 4096, "intermediate_size": 11008,
+                      {"config.json": _json_bytes({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
                                                    "num_hidden_layers": 32, "num_attention_heads": 32,
                                                    "num_key_value_heads": 32, "vocab_size": 32000})}, valid=True))
     return cases
@@ -410,7 +454,7 @@ def doctor_cases(rnd: random.Random) -> list[Case]:
         text = f"{host} slots=8\nnode2 slots=8\n".encode("utf-8", "surrogatepass")
         cases.append(Case(f"doctor/hostfile{i}", "doctor", ["doctor", "--hostfile", "hosts", "--ssh-timeout", "1"],
                           {"hosts": text}, hostfile_words=words or ((host,) if host.startswith("-") else ())))
-    for i in range(10):
+    for i in range(25):
         lines = []
         for _ in range(rnd.randint(1, 6)):
             host = rnd.choice(["node1", "node2", "10.0.0.5", "-oX", "-p22", "n" * rnd.randint(1, 80)])
@@ -478,6 +522,17 @@ def study_cases(rnd: random.Random) -> list[Case]:
         cases.append(Case(f"study/adjudicate-{name}", "study",
                           ["study", "adjudicate", "--db", "out/s.db", "--decisions", name], {name: data},
                           outputs=("out/s.db",)))
+    for i in range(30):  # dumps with hostile field values in every position
+        rows = []
+        for n in range(rnd.randint(1, 20)):
+            row = issue(n + 1)
+            key = rnd.choice(list(row) + ["comments", "user", "linked_prs", "author"])
+            row[key] = rnd.choice([None, [], {}, 10**30, -1, 1e308, 0.5, "x" * 70_000,
+                                   [{"body": None}] * 5, {"login": ["a"]}, "2024-13-45", "\u0000", True,
+                                   ["owner/repo#" + "9" * 40]])
+            rows.append(row)
+        cases.append(Case(f"study/import-mutated{i}", "study", ["study", "import", "d.json", "--db", "out/s.db"],
+                          {"d.json": _json_bytes(rows)}, outputs=("out/s.db",)))
     for name in ("ok.json", "deep.json", "huge-field.json"):
         cases.append(Case(f"study/report-{name}", "study", ["study", "report", "--dataset", name, "--format", "json"],
                           {name: dumps[name][0]}))

@@ -219,11 +219,14 @@ def run_select(args: argparse.Namespace) -> int:
 
 def run_annotate(args: argparse.Namespace) -> int:
     from distdx.study.annotate import annotate_session, engine_suggestion, export_records, import_labels
+    from distdx.paths import ensure_new
     from distdx.study.labelio import read_labels, write_labels
     from distdx.study.store import open_store
 
     if args.import_path and args.export_path:
         raise DistdxError("DX-STUDY-110", "--import and --export together", hint="do one, then the other")
+    if args.export_path and not args.force:  # before the store is opened: a refused export touches nothing
+        ensure_new(args.export_path, "labels")
     with open_store(args.db, must_exist=not args.import_path) as store:
         if args.import_path:
             records = read_labels(args.import_path, args.io_format)

@@ -13,10 +13,15 @@ from distdx.estimate.models import (CHECKPOINTING, INFER_DTYPES, MODES, OFFLOAD_
                                     Figures, ModelShape, Setup)
 
 
+MAX_GPUS = 10**7  # two orders above the largest clusters: past it a size is a typo, and float maths overflows
+
+
 def _positive(name: str, value: int | None) -> None:
-    if value is not None and value < 1:
-        raise DistdxError("DX-ESTIMATE-004", f"{name} is {value}", why="parallel sizes and counts are at least 1",
-                          hint=f"give {name} a positive integer")
+    if value is not None and not 1 <= value <= MAX_GPUS:
+        shown = value if abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
+        raise DistdxError("DX-ESTIMATE-004", f"{name} is {shown}",
+                          why=f"parallel sizes and GPU/node counts are from 1 to {MAX_GPUS:,}",
+                          hint=f"give {name} the job's real size")
 
 
 def resolve_parallel(*, world_size: int | None = None, gpus_per_node: int | None = None, nodes: int | None = None,
@@ -94,9 +99,10 @@ def problem(shape: ModelShape, setup: Setup) -> DistdxError | None:
     for name, value in (("--offload-optimizer", setup.offload_optimizer), ("--offload-params", setup.offload_params)):
         if value not in OFFLOAD_DEVICES:
             return err(f"{name} {value} is unknown", f"choose one of {', '.join(OFFLOAD_DEVICES)}", "use cpu or nvme")
-    if setup.micro_batch < 1 or setup.seq_len < 1:
+    if not (1 <= setup.micro_batch <= MAX_GPUS and 1 <= setup.seq_len <= 10**9):
         return DistdxError("DX-ESTIMATE-004", f"micro batch {setup.micro_batch} / sequence length {setup.seq_len}",
-                           why="both must be at least 1", hint="give --micro-batch and --seq-len positive integers")
+                           why="both must be at least 1 (and no larger than any run uses)",
+                           hint="give --micro-batch and --seq-len the run's real values")
     if not 0 < setup.buffer_factor <= 100:
         return DistdxError("DX-ESTIMATE-004", f"--buffer-factor {setup.buffer_factor} is out of range",
                            why="it multiplies host memory (DeepSpeed's additional_buffer_factor, default 1.5)",

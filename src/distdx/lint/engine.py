@@ -12,7 +12,7 @@ from distdx.lint import colossalai, deepspeed, launch, megatron
 from distdx.lint.models import Finding, Hit, LintReport
 from distdx.lint.rules import lint_rules
 from distdx.lint.shell import bash_syntax_error, parse_script
-from distdx.lint.source import Parsed, parse_json, parse_yaml, read_text
+from distdx.lint.source import Parsed, expand_inputs, parse_json, parse_yaml, read_text
 
 KINDS = ("deepspeed", "megatron", "colossalai", "launch")
 
@@ -253,7 +253,7 @@ def lint(paths: list[str] | tuple[str, ...] = (), command: str | None = None,
         raise DistdxError("DX-LINT-006", "nothing to lint", hint="pass config files or launch scripts, "
                           "or a launch command with --command \"torchrun ...\"")
     sources = []
-    for path in paths:
+    for path in expand_inputs(paths):
         text = read_text(path)
         sources.append(Source(path, text, _kind_of(path, text)))
     if command:

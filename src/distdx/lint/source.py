@@ -8,7 +8,9 @@ config with comments is still checked and its positions stay right.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,20 +39,57 @@ class Parsed:
         return None, None
 
 
+LINTABLE = (".json", ".yaml", ".yml", ".sh", ".bash", ".slurm", ".sbatch", ".py")  # what a folder is searched for
+
+
+def expand_inputs(paths: list[str] | tuple[str, ...]) -> list[str]:
+    """The paths, with each folder replaced by the configs and scripts under it (sorted; symlinked
+    folders are not entered, so a link loop ends). A folder with none of them is an error."""
+    out: list[str] = []
+    for path in paths:
+        if not os.path.isdir(path):
+            out.append(path)
+            continue
+        found = []
+        for dirpath, dirnames, filenames in os.walk(path):  # os.walk does not follow symlinked folders
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            found += [os.path.join(dirpath, f) for f in sorted(filenames) if f.lower().endswith(LINTABLE)]
+        if not found:
+            raise DistdxError("DX-LINT-001", f"{path} is a folder with no config or launch script in it",
+                              why=f"lint looks for {', '.join(LINTABLE)} files under a folder",
+                              hint="pass the config files or launch scripts themselves")
+        out += found
+    return out
+
+
 def read_text(path: str) -> str:
-    """The file's text; a clear error for a missing, huge, binary or non-UTF-8 file."""
+    """The file's text; a clear error for a missing, huge, binary, non-UTF-8 or non-regular file."""
     p = Path(path)
-    if not p.exists():
+    try:
+        st = p.stat()
+    except FileNotFoundError:
         raise DistdxError("DX-LINT-001", f"{path}: no such file", hint="check the path; lint takes config files "
-                          "and launch scripts, or a command with --command")
+                          "and launch scripts, or a command with --command") from None
+    except OSError as e:  # a symlink loop, a name too long
+        raise DistdxError("DX-LINT-001", f"{path}: {e.strerror or e}", hint="check the path") from None
     if p.is_dir():
         raise DistdxError("DX-LINT-001", f"{path} is a directory", hint="pass the files inside it, e.g. dir/*.json")
-    size = p.stat().st_size
+    if not stat.S_ISREG(st.st_mode):  # /dev/zero, a FIFO: never ends, or blocks
+        raise DistdxError("DX-LINT-001", f"{path} is not a regular file (a device, pipe or socket)",
+                          why="lint reads files of known size; reading a device or pipe may never end",
+                          hint="save the config to a file and lint that")
+    size = st.st_size
     if size > MAX_BYTES:
         raise DistdxError("DX-LINT-002", f"{path} is {size} bytes, too large for a config or launch script",
                           why=f"lint reads files up to {MAX_BYTES // (1024 * 1024)} MiB",
                           hint="pass the config file itself, not a checkpoint or a log")
-    raw = p.read_bytes()
+    try:
+        raw = p.read_bytes()
+    except PermissionError:
+        raise DistdxError("DX-LINT-001", f"{path}: permission denied", why="lint cannot read the file",
+                          hint="check its permissions (ls -l) or run as a user who can read it") from None
+    except OSError as e:
+        raise DistdxError("DX-LINT-001", f"{path}: cannot be read ({e.strerror or e})", hint="check the file") from None
     if b"\x00" in raw[:8192]:
         raise DistdxError("DX-LINT-003", f"{path} is a binary file", why="configs and launch scripts are text",
                           hint="pass the JSON/YAML config or the shell/Python launch script")

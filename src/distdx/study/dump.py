@@ -149,7 +149,12 @@ def dump_rows(path: str | Path, item: dict, where: str) -> tuple[dict, list[dict
         comments=count, created_at=created, updated_at=updated, closed_at=closed_at,
         html_url=url, timeline_synced=str(updated or "dump"), case_json=case_json)
     events = []
-    for ref in item.get("linked_prs") or []:
+    refs = item.get("linked_prs") or []
+    if isinstance(refs, str):
+        refs = [refs]
+    if not isinstance(refs, list):
+        raise _bad(path, where, f"linked_prs is {type(refs).__name__}, not a list of pull-request URLs")
+    for ref in refs:
         pr = _pr_ref(ref)
         if not pr:
             raise _bad(path, where, f"linked pull request {ref!r} is neither a URL nor OWNER/REPO#N")

@@ -87,6 +87,14 @@ def read_dump(path: str | Path) -> list[dict]:
     return [item for _, item in items]
 
 
+def _storable_id(cid: object) -> bool:
+    """A comment id the store can keep: a whole number below SQLite's 2**63 (GitHub's are near 10**10)."""
+    if isinstance(cid, bool) or not isinstance(cid, (int, str)):
+        return False
+    text = str(cid)
+    return text.isascii() and text.isdigit() and len(text) <= 18
+
+
 def _login(value: object) -> str:
     if isinstance(value, dict):
         return str(value.get("login") or "")
@@ -117,11 +125,11 @@ def dump_rows(path: str | Path, item: dict, where: str) -> tuple[dict, list[dict
             cid = c.get("id")
             comments.append(dict(
                 repo=repo, number=number,
-                comment_id=int(cid) if isinstance(cid, int) or str(cid or "").isdigit() else _SYNTHETIC_ID_BASE - number * 10_000 - n,
+                comment_id=int(cid) if _storable_id(cid) else _SYNTHETIC_ID_BASE - number * 10_000 - n,
                 author=_login(c.get("author") or c.get("user")), association=str(c.get("author_association") or ""),
                 body=str(c.get("body") or ""), created_at=c.get("created_at")))
         count = len(comments)
-    elif isinstance(raw_comments, int) and not isinstance(raw_comments, bool) and raw_comments >= 0:
+    elif isinstance(raw_comments, int) and not isinstance(raw_comments, bool) and 0 <= raw_comments < 2**31:
         count = raw_comments
     elif raw_comments is None:
         count = 0

@@ -66,6 +66,7 @@ def main() -> int:
         shown = sum(len(r.similar) for r in now.results)
         relevant = sum(r.relevant_similar for r in now.results)
         results[name] = {"n": now.cases, "seconds": round(now.seconds, 1),
+                         "rule_coverage": {"now": now.rule_coverage, "dev_only": before.rule_coverage},
                          "similar": {"shown": shown, "relevant": relevant,
                                      "cases_with_one": sum(1 for r in now.results if r.similar)},
                          "dimensions": {
@@ -92,7 +93,8 @@ def main() -> int:
                   f"{d['majority']['top1']:.3f} ({d['majority']['label']}) |")
         sim = r["similar"]
         print(f"similar known issues shown: {sim['shown']} on {sim['cases_with_one']} cases, "
-              f"{sim['relevant'] / max(sim['shown'], 1):.3f} of them with the case's symptom or root cause\n")
+              f"{sim['relevant'] / max(sim['shown'], 1):.3f} of them with the case's symptom or root cause")
+        print(f"a signature rule fired with evidence on {r['rule_coverage']['now']:.3f} of the cases\n")
     return 0
 
 

@@ -57,6 +57,7 @@ class CaseResult:
     predicted: dict[str, tuple[str, ...]]  # top three per dimension
     similar: tuple[dict[str, str], ...] = ()  # labels of the similar known issues shown (not the case itself)
     scores: dict[str, float] = field(default_factory=dict)  # the top hypothesis's score per dimension
+    rules: tuple[str, ...] = ()  # the codes of the signature rules that fired with evidence
 
     @property
     def relevant_similar(self) -> int:
@@ -75,6 +76,11 @@ class EvalReport:
     leave_one_out: bool = True
     strict: bool = False
 
+    @property
+    def rule_coverage(self) -> float:
+        """The share of cases on which at least one signature rule fired with evidence."""
+        return sum(1 for r in self.results if r.rules) / len(self.results) if self.results else 0.0
+
     def to_dict(self) -> dict:
         return {
             "cases": self.cases,
@@ -87,6 +93,7 @@ class EvalReport:
                 for d, s in self.dimensions.items()
             },
             "stage_confusion": self.stage_confusion,
+            "rule_coverage": round(self.rule_coverage, 3),
             "results": [{"id": r.id, "gold": r.gold, "predicted": {k: list(v) for k, v in r.predicted.items()}}
                         for r in self.results],
         }
@@ -120,7 +127,8 @@ def evaluate(cases_path: str | Path, *, leave_one_out: bool = True, strict: bool
         predicted = {d: tuple(h.id for h in diagnosis.classification[d][:3]) for d in DIMENSIONS}
         similar = tuple(dict(s.labels) for s in diagnosis.similar if not s.exact)
         scores = {d: diagnosis.classification[d][0].score for d in DIMENSIONS if diagnosis.classification[d]}
-        results.append(CaseResult(str(case.get("id")), gold, predicted, similar, scores))
+        fired = tuple(dict.fromkeys(e.rule for e in diagnosis.evidence))
+        results.append(CaseResult(str(case.get("id")), gold, predicted, similar, scores, fired))
     seconds = time.perf_counter() - started
 
     dims = {}

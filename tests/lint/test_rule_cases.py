@@ -79,6 +79,8 @@ CASES: dict[str, tuple[tuple[str, str], tuple[str, str], dict]] = {
     "LINT-DS-041": (ds(optimizer={"type": "Lamb"}, zero_optimization={"stage": 2}),
                     ds(optimizer={"type": "Lamb"}, zero_optimization={"stage": 2}, zero_allow_untested_optimizer=True), W8),
     "LINT-DS-042": (ds(scheduler={"type": "WarmupLinearLR"}), ds(scheduler={"type": "WarmupCosineLR"}), W8),
+    "LINT-DS-054": (ds(optimizer={"type": "AdamW", "params": {"lr": "3e-4x", "betas": [0.9]}}),
+                    ds(optimizer={"type": "AdamW", "params": {"lr": 3e-4, "betas": [0.9, 0.95], "eps": 1e-8}}), W8),
     "LINT-DS-043": (ds(optimizer={"type": "AdamW", "params": {"max_grad_norm": 1.0}}),
                     ds(optimizer={"type": "AdamW", "params": {"lr": 1e-3}}, gradient_clipping=1.0), W8),
     "LINT-DS-050": (ds(fp16={"enabled": True, "min_loss_scale": 0}),

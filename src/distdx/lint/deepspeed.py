@@ -56,7 +56,9 @@ class Schema:
         return set(self.sections[""]["keys"])
 
 
-@lru_cache(maxsize=1)
+NUMERIC_OPTIMIZER_PARAMS = ("lr", "weight_decay", "eps", "momentum")  # compared with numbers by the constructors
+
+
 @lru_cache(maxsize=1)
 def removed_optimizers() -> dict[str, dict[str, str]]:
     """Optimizer types DeepSpeed dropped (``removed.yaml``), by lower-case name."""
@@ -400,11 +402,29 @@ class _Checker:
                              f"`{key}` acts only in ZeRO stage 3; with stage {stage} it is ignored")
 
     # -------------------------------------------------------------- optimizer and scheduler
+    def optimizer_param_types(self, params: dict) -> None:
+        def number(v: object) -> bool:
+            return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+        for key in NUMERIC_OPTIMIZER_PARAMS:
+            value = params.get(key)
+            if key in params and value != AUTO and not number(value):
+                self.hit("LINT-DS-054", f"optimizer.params.{key}", value,
+                         f"optimizer.params.{key} is {value!r}, not a number: the optimizer's constructor compares it "
+                         "with numbers and deepspeed.initialize() stops")
+        betas = params.get("betas")
+        if "betas" in params and betas != AUTO and not (
+                isinstance(betas, list) and len(betas) == 2 and all(number(b) for b in betas)):
+            self.hit("LINT-DS-054", "optimizer.params.betas", betas,
+                     f"optimizer.params.betas is {betas!r}; Adam-style optimizers take a list of two numbers, e.g. [0.9, 0.999]")
+
     def optimizer(self) -> None:
         opt = self.data.get("optimizer")
         if isinstance(opt, dict):
             name = opt.get("type")
             params = opt.get("params")
+            if isinstance(params, dict):
+                self.optimizer_param_types(params)
             if isinstance(params, dict) and "max_grad_norm" in params:
                 self.hit("LINT-DS-043", "optimizer.params.max_grad_norm", params["max_grad_norm"],
                          "max_grad_norm is not supported as an optimizer parameter; DeepSpeed raises ValueError")

@@ -336,7 +336,7 @@ def lint_cases(rnd: random.Random) -> list[Case]:
                   b"torchrun --nproc_per_node $GPUS --nnodes $NODES pretrain_gpt.py ${ARGS[@]}",
                   b"deepspeed --hostfile hosts --include node1:0,1 train.py --deepspeed ds.json",
                   b"for i in $(seq 1 100); do X=$X$X; done", b"function f { f; }; f", b"${!ref}", b"${V//a/bb}",
-                  b"python -m torch.distributed.run --nproc_per_node=\u00b2 t.py", b"\\", b"'", b'"', b"$(", b"`"]
+                  "python -m torch.distributed.run --nproc_per_node=\u00b2 t.py".encode(), b"\\", b"'", b'"', b"$(", b"`"]
         body = b"\n".join(rnd.choice(pieces) for _ in range(rnd.randint(3, 40)))
         add(f"script{i}.sh", {f"script{i}.sh": body})
     for i in range(80):  # random mutations of a valid config: byte flips, cuts, inserted junk

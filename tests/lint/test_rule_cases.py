@@ -124,6 +124,8 @@ CASES: dict[str, tuple[tuple[str, str], tuple[str, str], dict]] = {
                      cai('HybridParallelPlugin(tp_size=2, pp_size=1, zero_stage=0, precision="fp32")'), W8),
     "LINT-CAI-007": (cai("HybridParallelPlugin(tp_size=2, pp_size=1, sp_size=2)"),
                      cai("HybridParallelPlugin(tp_size=2, pp_size=1, sp_size=2, enable_sequence_parallelism=True)"), W8),
+    "LINT-CAI-009": (cai("HybridParallelPlugin(tp_size=2, pp_size=1, zero_stage=1, precison='bf16')"),
+                     cai("HybridParallelPlugin(tp_size=2, pp_size=1, zero_stage=1, precision='bf16')"), W8),
     "LINT-CAI-008": (cai("HybridParallelPlugin(tp_size=2, pp_size=2, microbatch_size=1)"),
                      cai("HybridParallelPlugin(tp_size=2, pp_size=2, microbatch_size=1)"), {}),
     "LINT-LAUNCH-001": (sh('deepspeed --include "w0:0;1" train.py'), sh('deepspeed --include "w0:0,1@w1" train.py'), {}),

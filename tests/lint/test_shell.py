@@ -103,3 +103,16 @@ def test_growth_and_huge_arithmetic_stay_bounded_and_unknown():
     script = parse_script(text)
     assert len(script.variables["V"]) <= MAX_GROWTH + 10
     assert "N" not in script.variables or not script.variables["N"].isdigit()  # past 64 bits: not a known value
+
+
+def test_a_config_written_by_a_heredoc_is_checked_against_the_scripts_launch() -> None:
+    script = ('MBS=2\nGBS=16\ncat <<EOT > ds.json\n{"train_batch_size": $GBS, "train_micro_batch_size_per_gpu": $MBS,\n'
+              ' "gradient_accumulation_steps": 3}\nEOT\ndeepspeed --num_gpus 8 train.py --deepspeed ds.json\n')
+    report = lint_text(script, "launch.sh")
+    batch = [f for f in report.findings if f.code == "LINT-DS-010"]
+    assert batch and batch[0].file == "launch.sh" and batch[0].line == 4  # the heredoc's line in the script
+    assert "8" in batch[0].message  # the launch's own world size
+    quoted = script.replace("<<EOT", "<<'EOT'")  # no expansion: "$GBS" stays, a template
+    assert not any(f.code == "LINT-DS-010" for f in lint_text(quoted, "launch.sh").findings)
+    fine = script.replace('"gradient_accumulation_steps": 3', '"gradient_accumulation_steps": 1')
+    assert not any(f.severity == "error" for f in lint_text(fine, "launch.sh").findings)

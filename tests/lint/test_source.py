@@ -80,3 +80,10 @@ def test_nothing_to_lint() -> None:
 def test_hostile_strings_are_data() -> None:
     report = lint_text('{"train_batch_size": 8, "$(rm -rf /)": "`reboot`", "\\u0000": 1}', "c.json")
     assert {f.code for f in report.findings} >= {"LINT-DS-003"}
+
+
+@pytest.mark.parametrize("text", ['{"train_batch_size": ${GBS}, "zero_optimization": {"stage": $ZERO_STAGE}}',
+                                  '{"zero_optimization": {"stage": $2}, "train_batch_size": ${GBS:-8}}'])
+def test_shell_placeholders_at_the_end_of_an_object_are_a_template(text):
+    hits = parse_json(text).hits
+    assert [h.code for h in hits] == ["LINT-SYN-005"], hits

@@ -8,7 +8,12 @@ literals at module level, are checked; arguments computed at run time (``args.tp
 from __future__ import annotations
 
 import ast
+import difflib
 from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import yaml
 
 from distdx.lint.models import Hit
 
@@ -16,6 +21,14 @@ _HYBRID = ("HybridParallelPlugin", "MoeHybridParallelPlugin")
 _PRECISIONS = {"HybridParallelPlugin": ("fp16", "bf16", "fp32"), "MoeHybridParallelPlugin": ("fp16", "bf16", "fp32"),
                "LowLevelZeroPlugin": ("fp16", "bf16", "fp32"), "GeminiPlugin": ("fp16", "bf16")}
 _UNKNOWN = object()
+
+
+@lru_cache(maxsize=1)
+def plugin_signatures() -> dict[str, dict]:
+    """``colossalai_plugins.yaml``: per plugin class, the keyword arguments its constructor takes and the
+    ones older releases took (``removed``: last release, replacement)."""
+    data = yaml.safe_load(resources.files("distdx.lint").joinpath("colossalai_plugins.yaml").read_text("utf-8"))
+    return data["plugins"]
 
 
 @dataclass(frozen=True)
@@ -50,7 +63,7 @@ def find_plugins(tree: ast.Module) -> list[PluginCall]:
 
     calls = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _callee(node) in _PRECISIONS:
+        if isinstance(node, ast.Call) and _callee(node) in plugin_signatures():
             name = _callee(node)
             kwargs = {kw.arg: value(kw.value) for kw in node.keywords if kw.arg}
             if any(kw.arg is None for kw in node.keywords):
@@ -73,6 +86,21 @@ def check_plugin(call: PluginCall, world_size: int | None) -> list[Hit]:
     def hit(code: str, key: str, value: object, message: str) -> None:
         hits.append(Hit(code, f"{call.name}.{key}", value, message, call.line, call.column))
 
+    signature = plugin_signatures()[call.name]
+    for key in kw:
+        if key in signature["kwargs"]:
+            continue
+        gone = (signature.get("removed") or {}).get(key)
+        if gone:
+            instead = f"; use {gone['replacement']!r}" if gone.get("replacement") else ""
+            hit("LINT-CAI-009", key, kw[key], f"{call.name}() no longer takes {key!r}: Colossal-AI {gone['last']} "
+                f"was the last release that did{instead}")
+        else:
+            close = difflib.get_close_matches(key, signature["kwargs"], n=1, cutoff=0.7)
+            hit("LINT-CAI-009", key, kw[key], f"{call.name}() takes no keyword argument {key!r}"
+                + (f"; did you mean {close[0]!r}?" if close else ""))
+    if call.name not in _PRECISIONS:
+        return hits
     precision = kw.get("precision", "fp16")
     if isinstance(precision, str) and precision not in _PRECISIONS[call.name]:
         hit("LINT-CAI-005", "precision", precision,

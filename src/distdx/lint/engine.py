@@ -64,6 +64,7 @@ class _Run:
         self.findings: list[Finding] = []
         self.notes: list[str] = []
         self.hosts: dict[str, int] | None = None
+        self.heredocs: list[tuple[Source, Source, int]] = []  # (config written by a script, the script, line)
         self.hostfile_name = ""
         if options.world_size is not None and options.world_size < 1:
             raise DistdxError("DX-LINT-005", f"--world-size must be at least 1 (got {options.world_size})",
@@ -75,13 +76,14 @@ class _Run:
             self.hosts = {e.host: e.slots for e in entries}
             self.hostfile_name = options.hostfile
 
-    def add(self, source: str, hits: list[Hit]) -> None:
+    def add(self, source: str, hits: list[Hit], line_offset: int = 0) -> None:
         for h in hits:
             rule = self.rules[h.code]
             self.findings.append(Finding(
                 code=h.code, severity=rule.severity, file=source, field=h.field, value=_jsonable(h.value),
                 message=h.message, why=rule.why, fix=rule.fix, symptom=rule.symptom, root_cause=rule.root_cause,
-                fix_pattern=rule.fix_pattern, title=rule.title, line=h.line, column=h.column))
+                fix_pattern=rule.fix_pattern, title=rule.title,
+                line=None if h.line is None else h.line + line_offset, column=h.column))
 
     # ------------------------------------------------------------------ launch scripts and commands
     def shell(self, src: Source) -> list[_Launch]:
@@ -91,6 +93,10 @@ class _Run:
             if error is not None:
                 self.add(src.name, [Hit("LINT-SYN-001", "", None, f"bash -n: {error[1]}", error[0] or script.unreadable[0])])
                 return []
+        for doc in script.heredocs:  # a DeepSpeed/YAML config the script writes itself (cat <<EOF > ds.json)
+            if doc.target and doc.target.lower().endswith((".json", ".yaml", ".yml")) and "$" not in doc.target:
+                kind = "json" if doc.target.lower().endswith(".json") else "yaml"
+                self.heredocs.append((Source(doc.target, doc.body, kind), src, doc.line))
         launches = []
         for cmd in script.commands:
             env = {**{k: v for k, v in script.variables.items() if k == "CUDA_VISIBLE_DEVICES"}, **cmd.env}
@@ -160,25 +166,30 @@ class _Run:
         return None, ""
 
     # ------------------------------------------------------------------ configs
-    def config(self, src: Source, launches: list[_Launch]) -> None:
+    def config(self, src: Source, launches: list[_Launch], written_by: tuple[Source, int] | None = None) -> None:
+        """Check one config file, or (``written_by``) one a launch script writes with a here-document:
+        its findings then point at the script's lines."""
+        report, offset = (written_by[0].name, written_by[1] - 1) if written_by else (src.name, 0)
+        self.add(report, self._config_hits(src, launches), offset)
+
+    def _config_hits(self, src: Source, launches: list[_Launch]) -> list[Hit]:
         parsed = parse_json(src.text) if src.kind == "json" else parse_yaml(src.text)
-        self.add(src.name, parsed.hits)
+        hits = list(parsed.hits)
         if parsed.data is None and parsed.hits:
-            return
+            return hits
         if src.kind == "yaml" and isinstance(parsed.data, dict) and megatron.looks_like_megatron(
                 None, {str(k): "" for k in parsed.data}) and not any(
                 k in parsed.data for k in (*deepspeed.BATCH_KEYS, "zero_optimization")):
-            self.megatron_yaml(src, parsed, launches)
-            return
+            return hits + self.megatron_yaml(src, parsed, launches)
         if src.kind == "json" or deepspeed.looks_like_deepspeed(parsed.data):
             if not deepspeed.looks_like_deepspeed(parsed.data) and isinstance(parsed.data, dict):
                 self.notes.append(f"{src.name}: no DeepSpeed key at the top level; checked as a DeepSpeed config anyway")
             world, _ = self.config_world_size(src.name, launches)
-            self.add(src.name, deepspeed.check_deepspeed(parsed, world, self.options.hf))
-        else:
-            self.notes.append(f"{src.name}: neither a DeepSpeed config nor Megatron arguments; only its syntax was checked")
+            return hits + deepspeed.check_deepspeed(parsed, world, self.options.hf)
+        self.notes.append(f"{src.name}: neither a DeepSpeed config nor Megatron arguments; only its syntax was checked")
+        return hits
 
-    def megatron_yaml(self, src: Source, parsed: Parsed, launches: list[_Launch]) -> None:
+    def megatron_yaml(self, src: Source, parsed: Parsed, launches: list[_Launch]) -> list[Hit]:
         data: dict = parsed.data  # type: ignore[assignment]
         args = {}
         for k, v in data.items():
@@ -187,8 +198,8 @@ class _Run:
             args[str(k)] = "" if v is True else str(v)
         world, _ = self.config_world_size(src.name, launches)
         hits = megatron.check_megatron(args, world, 0)
-        self.add(src.name, [Hit(h.code, h.field.lstrip("-").replace("-", "_"), h.value, h.message,
-                                *parsed.where(h.field.lstrip("-").replace("-", "_"))) for h in hits])
+        return [Hit(h.code, h.field.lstrip("-").replace("-", "_"), h.value, h.message,
+                    *parsed.where(h.field.lstrip("-").replace("-", "_"))) for h in hits]
 
     def python(self, src: Source, launches: list[_Launch]) -> None:
         try:
@@ -238,6 +249,8 @@ def lint_sources(sources: list[Source], options: LintOptions = LintOptions()) ->
             run.config(src, launches)
         elif src.kind == "python":
             run.python(src, launches)
+    for config, script, line in run.heredocs:
+        run.config(config, launches, written_by=(script, line))
     world, origin = run.config_world_size("", launches) if options.world_size is None else (options.world_size, "--world-size")
     order = {"error": 0, "warning": 1, "info": 2}
     names = [s.name for s in sources]

@@ -32,11 +32,22 @@ class Command:
     line: int
 
 
+@dataclass(frozen=True)
+class Heredoc:
+    """A here-document: the file it is written to (``cat <<EOF > ds.json``), its body as bash would
+    write it (variables expanded unless the delimiter is quoted), and the line of its first body line."""
+
+    target: str | None
+    body: str
+    line: int
+
+
 @dataclass
 class Script:
     commands: list[Command] = field(default_factory=list)
     variables: dict[str, str] = field(default_factory=dict)
     unreadable: list[int] = field(default_factory=list)  # lines with a quote this reader could not close
+    heredocs: list[Heredoc] = field(default_factory=list)
 
 
 def _arith(expr: str, variables: dict[str, str]) -> str | None:
@@ -193,16 +204,50 @@ def _merge(cond: _Conditional) -> dict[str, str]:
     return out
 
 
+_HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
+_REDIRECT = re.compile(r"(?:>>?|\btee\s+(?:-a\s+)?)\s*([^\s;&|<>]+)")
+
+
+def _cut_heredocs(text: str) -> tuple[str, dict[int, tuple[str, bool, str | None]]]:
+    """The text with every here-document body blanked (line numbers kept), and per line that opens
+    one: (body, delimiter quoted, target file). An unterminated body runs to the end, as in bash."""
+    lines = text.split("\n")
+    found: dict[int, tuple[str, bool, str | None]] = {}
+    i = 0
+    while i < len(lines):
+        m = _HEREDOC.search(_strip_comment_lines(lines[i]))
+        if not m:
+            i += 1
+            continue
+        dash, quote, word = m.group(1), m.group(2), m.group(3)
+        target = _REDIRECT.search(lines[i][: m.start()] + " " + lines[i][m.end():])
+        body, j = [], i + 1
+        while j < len(lines) and (lines[j].lstrip("\t") if dash else lines[j]).rstrip("\r") != word:
+            body.append(lines[j].lstrip("\t") if dash else lines[j])
+            lines[j] = ""
+            j += 1
+        if j < len(lines):
+            lines[j] = ""
+        found[i + 1] = ("\n".join(body), bool(quote), target.group(1) if target else None)
+        i = j + 1
+    return "\n".join(lines), found
+
+
 def parse_script(text: str) -> Script:
     script = Script()
     arrays: dict[str, list[str]] = {}
     open_ifs: list[_Conditional] = []
+    text, heredocs = _cut_heredocs(text)
     lines = _logical_lines(text)
     i = 0
     while i < len(lines):
         lineno, line = lines[i]
         i += 1
         stripped = line.strip()
+        for start in [n for n in heredocs if lineno <= n < lineno + line.count("\n") + 1]:
+            body, quoted, target = heredocs.pop(start)
+            script.heredocs.append(Heredoc(target and expand(target, script.variables, arrays).strip("'\""),
+                                           body if quoted else expand(body, script.variables, arrays), start + 1))
         if not stripped or stripped.startswith("#"):
             continue
         m = _ASSIGN.match(stripped)

@@ -213,9 +213,9 @@ def _no_duplicates(path_hits: list[Hit]):
     return hook
 
 
-# a placeholder where a value goes: ZERO_STAGE, CL_1st_MIN, ${zero_stage}, $MBS, {{ lr }}
+# a placeholder where a value goes: ZERO_STAGE, CL_1st_MIN, ${zero_stage}, ${MBS:-4}, $MBS, $2, {{ lr }}
 _PLACEHOLDER = re.compile(
-    r"(?<=[:\[,])(\s*)((?=[A-Za-z0-9_]*[A-Z])[A-Za-z_][A-Za-z0-9_]{2,}|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{\s*[\w.]+\s*\}\})"
+    r"(?<=[:\[,])(\s*)((?=[A-Za-z0-9_]*[A-Z])[A-Za-z_][A-Za-z0-9_]{2,}|\$\{[^{}\s]+\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9]|\{\{\s*[\w.]+\s*\}\})"
     r"(?=\s*[,}\]\n])")
 
 

@@ -77,3 +77,13 @@ def test_distributed_outside_a_job_is_a_clear_error(capsys, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     assert main(["doctor", "--distributed"]) == 2
     assert "torchrun" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option, value", [("--ssh-port", "0"), ("--ssh-port", "65536"), ("--ssh-timeout", "-1"),
+                                           ("--ssh-timeout", "99999999999"), ("--ssh-port", "22x")])
+def test_ssh_numbers_are_range_checked(tmp_path, option, value):
+    hosts = tmp_path / "hosts"
+    hosts.write_text("node1 slots=1\n")
+    done = subprocess.run([sys.executable, "-m", "distdx", "doctor", "--hostfile", str(hosts), option, value],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and option in done.stderr and "Traceback" not in done.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import re
 import sys
 
 from distdx import __version__
@@ -102,6 +103,20 @@ def non_negative(text: str) -> float:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
     return value
+
+
+def whole(low: int, high: int):  # noqa: ANN201 - an argparse type
+    """argparse type: a whole number from ``low`` to ``high`` (ports, timeouts, counts)."""
+    def parse(text: str) -> int:
+        if not re.fullmatch(r"\s*[+-]?[0-9]{1,20}\s*", text):
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number")
+        value = int(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range: use {low} to {high:,}")
+        return value
+
+    parse.__name__ = "whole number"  # what argparse calls it in "invalid <type> value"
+    return parse
 
 
 def _finite(text: str) -> float:

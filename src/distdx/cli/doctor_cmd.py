@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from distdx.cli import add_format_option, emit, non_negative, positive
+from distdx.cli import add_format_option, emit, non_negative, positive, whole
 from distdx.errors import EXIT_FINDINGS, EXIT_OK, DistdxError
 
 
@@ -27,8 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     multi = p.add_argument_group("multi-node (--hostfile)")
     multi.add_argument("--hostfile", metavar="FILE", help="DeepSpeed/pdsh or MPI hostfile: run the doctor on "
                        "every host over ssh and show what differs")
-    multi.add_argument("--ssh-port", type=int, help="ssh port on the nodes (default: ssh's own)")
-    multi.add_argument("--ssh-timeout", type=int, default=5, help="ssh ConnectTimeout in seconds (default 5)")
+    multi.add_argument("--ssh-port", type=whole(1, 65535), help="ssh port on the nodes (default: ssh's own)")
+    multi.add_argument("--ssh-timeout", type=whole(1, 3600), default=5,
+                       help="ssh ConnectTimeout in seconds, 1 to 3600 (default 5)")
     multi.add_argument("--remote-timeout", type=positive, default=60.0, help="limit for the remote doctor (s)")
     multi.add_argument("--remote-command", default="distdx doctor --format json",
                        help="command run on each node (default: %(default)s)")

@@ -100,9 +100,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     for name in ("world_size", "gpus_per_node"):
         value = getattr(args, name)
-        if value is not None and value < 1:
-            raise DistdxError("DX-LINT-005", f"--{name.replace('_', '-')} must be at least 1 (got {value})",
-                              hint="pass a positive number of processes/GPUs")
+        if value is not None and not 1 <= value <= 10**7:
+            raise DistdxError("DX-LINT-005", f"--{name.replace('_', '-')} must be from 1 to 10,000,000 (got {value})",
+                              hint="pass the job's number of processes/GPUs")
     report = lint(args.files, command=args.command,
                   options=LintOptions(world_size=args.world_size, hostfile=args.hostfile, hf=args.hf,
                                       gpus_per_node=args.gpus_per_node))

@@ -84,12 +84,17 @@ def read_text(path: str) -> str:
                           why=f"lint reads files up to {MAX_BYTES // (1024 * 1024)} MiB",
                           hint="pass the config file itself, not a checkpoint or a log")
     try:
-        raw = p.read_bytes()
+        with open(p, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)  # st_size may lie (a file still being written): read with the cap
     except PermissionError:
         raise DistdxError("DX-LINT-001", f"{path}: permission denied", why="lint cannot read the file",
                           hint="check its permissions (ls -l) or run as a user who can read it") from None
     except OSError as e:
         raise DistdxError("DX-LINT-001", f"{path}: cannot be read ({e.strerror or e})", hint="check the file") from None
+    if len(raw) > MAX_BYTES:
+        raise DistdxError("DX-LINT-002", f"{path} has more than {MAX_BYTES} bytes (it grew while read), too large for "
+                          "a config or launch script", why=f"lint reads files up to {MAX_BYTES // (1024 * 1024)} MiB",
+                          hint="pass the config file itself, not a checkpoint or a log")
     if b"\x00" in raw[:8192]:
         raise DistdxError("DX-LINT-003", f"{path} is a binary file", why="configs and launch scripts are text",
                           hint="pass the JSON/YAML config or the shell/Python launch script")

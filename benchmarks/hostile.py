@@ -728,13 +728,60 @@ def table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+def _frames(path: Path, n: int) -> None:
+    _stream_lines(path, lambda i: (b"Traceback (most recent call last):\n" if i == 0 else
+                                   b"RecursionError: maximum recursion depth exceeded\n" if i == 2 * n + 1 else
+                                   f'  File "/src/model.py", line {i % 997}, in forward_{i % 13}\n'.encode()
+                                   if i % 2 else b"    return self.inner(x)\n"), 2 * n + 2)
+
+
+def _distinct(path: Path, n: int) -> None:
+    rnd = random.Random(n)
+    _stream_lines(path, lambda i: (f"[rank{i % 64}]: step {i} " + "".join(rnd.choice("abcdefgh ") for _ in range(2000))
+                                   + "\n").encode(), n)
+
+
+def _keys(path: Path, n: int) -> None:
+    path.write_bytes(json.dumps({"train_batch_size": 16, **{f"key_{i}": i for i in range(n)}}).encode())
+
+
+SCALING = (("diagnose", "traceback frames", _frames, (50_000, 100_000, 200_000), "job.log"),
+           ("diagnose", "distinct 2 kB lines", _distinct, (1_000, 2_000, 4_000), "job.log"),
+           ("lint", "JSON keys", _keys, (10_000, 20_000, 40_000), "ds.json"))
+
+
+def scaling() -> str:
+    """Wall time of one command on inputs of 1x, 2x and 4x the size: a linear path doubles, a quadratic
+    one quadruples (the interpreter's start-up, measured alone, is the part that does not grow)."""
+    lines = ["| input | sizes | seconds | 4x / 2x (linear: 2, quadratic: 4) |", "|---|---|---|---|"]
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        for command, what, make, sizes, name in SCALING:
+            times = []
+            for n in sizes:
+                path = Path(tmp) / name
+                make(path, n)
+                start = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "distdx", command, str(path)], capture_output=True, env=env,
+                               preexec_fn=_limits, timeout=TIMEOUT_S)
+                times.append(time.perf_counter() - start)
+            ratio = times[2] / max(times[1], 1e-9)
+            lines.append(f"| `{command}`, {what} | {' / '.join(f'{n:,}' for n in sizes)} | "
+                         f"{' / '.join(f'{t:.2f}' for t in times)} | {ratio:.2f} |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--every", type=int, default=1, help="run one case in N")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--only", help="only cases whose name starts with this")
+    ap.add_argument("--scaling", action="store_true", help="only time the inputs of growing size (linear or not)")
     args = ap.parse_args()
+    if args.scaling:
+        print(scaling())
+        return 0
     cases = [c for c in generate(args.seed) if not args.only or c.name.startswith(args.only)][:: args.every]
     start = time.perf_counter()
     base = subprocess.run([sys.executable, "-m", "distdx", "--version"], capture_output=True,

@@ -213,8 +213,10 @@ def _couple_to_stage(dist: dict[str, float], stage_dist: dict[str, float], coupl
 
 
 def _phase_weights(text: str, boost: float) -> dict[str, float]:
-    """A factor per stage from the phase markers in the input (1.0 when a stage shows none)."""
-    evidence = phase_evidence(text)
+    """A factor per stage from the phase markers in the input (1.0 when a stage shows none). A marker
+    counts once however often it shows, so each distinct line is searched once (a 200k-frame
+    traceback repeats its lines)."""
+    evidence = phase_evidence("\n".join(dict.fromkeys(text.split("\n"))))
     return {stage: 1.0 + boost * min(count, 3) for stage, count in evidence.items()}
 
 

@@ -118,6 +118,7 @@ class _Checker:
         self.hf = hf
         self.hits: list[Hit] = []
         self.schema = schema()
+        self.unknown_keys = 0
 
     def hit(self, code: str, path: str, value: object, message: str) -> None:
         line, col = self.parsed.where(path)
@@ -156,7 +157,8 @@ class _Checker:
     def unknown(self, full: str, key: str, value: object, candidates: list[str], strict: bool, path: str) -> None:
         if not strict and _COMMENT_KEY.match(str(key)):
             return  # a note for people ("_comment": "..."): DeepSpeed ignores it, and that is the point
-        close = difflib.get_close_matches(str(key), candidates, n=1, cutoff=0.75)
+        self.unknown_keys += 1  # past a few hundred it is no config with typos: skip the costly suggestion
+        close = difflib.get_close_matches(str(key), candidates, n=1, cutoff=0.75) if self.unknown_keys <= 200 else []
         hint = f"; did you mean `{_join(path, close[0])}`?" if close else ""
         where = f"`{path}`" if path else "the top level"
         if strict:

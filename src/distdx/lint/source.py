@@ -7,6 +7,7 @@ config with comments is still checked and its positions stay right.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
@@ -111,6 +112,17 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
+def _line_cols(text: str):  # noqa: ANN202
+    """``_line_col`` for many offsets of one text: the line starts are found once (linear, not per key)."""
+    starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def line_col(offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(starts, offset)
+        return line, offset - starts[line - 1] + 1
+
+    return line_col
+
+
 def _blank_lenient(text: str) -> tuple[str, list[tuple[int, str]]]:
     """Blank out comments and trailing commas outside strings; return the text and what was blanked where."""
     out = list(text)
@@ -164,6 +176,7 @@ def _blank_lenient(text: str) -> tuple[str, list[tuple[int, str]]]:
 def _json_positions(text: str) -> dict[str, tuple[int, int]]:
     """Map each dotted key path (list items as indices) to the line and column of its key."""
     positions: dict[str, tuple[int, int]] = {}
+    line_col = _line_cols(text)
     stack: list[list] = []  # [kind, path, pending key or index]
     i, n = 0, len(text)
     expecting_key = False
@@ -181,7 +194,7 @@ def _json_positions(text: str) -> dict[str, tuple[int, int]]:
                 frame = stack[-1]
                 frame[2] = key
                 path = f"{frame[1]}.{key}" if frame[1] else str(key)
-                positions.setdefault(path, _line_col(text, i))
+                positions.setdefault(path, line_col(i))
                 expecting_key = False
             i = j + 1
             continue

@@ -124,6 +124,8 @@ CASES: dict[str, tuple[tuple[str, str], tuple[str, str], dict]] = {
                      cai('HybridParallelPlugin(tp_size=2, pp_size=1, zero_stage=0, precision="fp32")'), W8),
     "LINT-CAI-007": (cai("HybridParallelPlugin(tp_size=2, pp_size=1, sp_size=2)"),
                      cai("HybridParallelPlugin(tp_size=2, pp_size=1, sp_size=2, enable_sequence_parallelism=True)"), W8),
+    "LINT-MEG-015": (meg("--tensor-model-parallel-size 2 --checkpoint-activations --data-impl mmap"),
+                     meg("--tensor-model-parallel-size 2 --recompute-activations --deepspeed --zero-stage 1"), W8),
     "LINT-CAI-009": (cai("HybridParallelPlugin(tp_size=2, pp_size=1, zero_stage=1, precison='bf16')"),
                      cai("HybridParallelPlugin(tp_size=2, pp_size=1, zero_stage=1, precision='bf16')"), W8),
     "LINT-CAI-008": (cai("HybridParallelPlugin(tp_size=2, pp_size=2, microbatch_size=1)"),

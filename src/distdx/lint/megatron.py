@@ -5,6 +5,10 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from importlib import resources
+
+import yaml
 
 from distdx.lint.models import Hit
 
@@ -48,11 +52,44 @@ def _num(args: dict[str, str], key: str, default: int | None = None) -> int | No
     return int(value) if re.fullmatch(r"\d+", value) else None  # an unexpanded $VAR cannot be checked
 
 
+# Megatron-DeepSpeed and other forks keep the older arguments: a launch with these is not for Megatron-LM itself
+_FORK_MARKERS = ("deepspeed", "deepspeed_config", "zero_stage", "deepspeed_activation_checkpointing", "deepscale")
+
+
+@lru_cache(maxsize=1)
+def removed_arguments() -> dict[str, tuple[str, dict[str, str]]]:
+    """``megatron_removed.yaml`` by argparse destination: (how current Megatron-LM refuses it, its entry)."""
+    data = yaml.safe_load(resources.files("distdx.lint").joinpath("megatron_removed.yaml").read_text("utf-8"))
+    out = {}
+    for section in ("options", "rejected_at_validation"):
+        for flag, entry in (data.get(section) or {}).items():
+            out[_ALIASES.get(flag.replace("-", "_"), flag.replace("-", "_"))] = (section, entry)
+    return out
+
+
+def _removed(args: dict[str, str], hit) -> None:  # noqa: ANN001
+    if any(k in args for k in _FORK_MARKERS):
+        return
+    table = removed_arguments()
+    for dest, value in args.items():
+        found = table.get(dest)
+        if found is None:
+            continue
+        section, entry = found
+        how = ("its argument parser no longer defines it (\"unrecognized arguments\")" if section == "options"
+               else "validate_args() stops on it")
+        instead = f"; use {entry['replacement']}" if entry.get("replacement") else ""
+        hit("LINT-MEG-015", dest, value, f"current Megatron-LM refuses it: {how}; the last release that took it is "
+            f"{entry['last']} (gone in {entry['removed_in']}){instead}")
+
+
 def check_megatron(args: dict[str, str], world_size: int | None, line: int) -> list[Hit]:
     hits: list[Hit] = []
 
     def hit(code: str, key: str, value: object, message: str) -> None:
         hits.append(Hit(code, "--" + key.replace("_", "-"), value, message, line))
+
+    _removed(args, hit)
 
     tp = _num(args, "tensor_model_parallel_size", 1)
     pp = _num(args, "pipeline_model_parallel_size", 1)

@@ -1,67 +1,19 @@
-"""Per-rank JSONL events: the guard's output and the input `distdx diagnose` reads.
-
-Each line is one JSON object with ``"distdx": 1`` (the schema version), ``kind``, ``severity``,
-``rank`` (the rank the event is about), ``reporter`` (the rank that wrote it), ``host``, ``step``,
-``time`` (Unix seconds), ``message`` (one human sentence that signature rules match) and the
-structured fields of its kind (``op``, ``seq``, ``shapes``, ``ranks``, ...).
-"""
+"""Per-rank JSONL event files: the guard's output and the input `distdx diagnose` reads. The event
+record itself (:class:`~distdx.events.GuardEvent`) lives in :mod:`distdx.events`, torch-free, so the
+logs reader parses the same class the guard writes."""
 
 from __future__ import annotations
 
 import json
 import os
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from distdx import jsonio
 from distdx.errors import DistdxError
+from distdx.events import SCHEMA_VERSION, SEVERITIES, GuardEvent
 
-SCHEMA_VERSION = 1
-SEVERITIES = ("error", "warning", "info")
-
-
-@dataclass(frozen=True)
-class GuardEvent:
-    kind: str
-    message: str
-    rank: int | None
-    step: int | None = None
-    severity: str = "error"
-    host: str = ""
-    time: float = 0.0
-    reporter: int | None = None
-    fields: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        out = {
-            "distdx": SCHEMA_VERSION,
-            "kind": self.kind,
-            "severity": self.severity,
-            "rank": self.rank,
-            "reporter": self.reporter,
-            "host": self.host,
-            "step": self.step,
-            "time": round(self.time, 3),
-            "message": self.message,
-        }
-        out.update({k: v for k, v in self.fields.items() if k not in out})
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "GuardEvent":
-        core = ("distdx", "kind", "severity", "rank", "reporter", "host", "step", "time", "message")
-        return cls(
-            kind=str(data["kind"]),
-            message=str(data["message"]),
-            rank=data.get("rank"),
-            step=data.get("step"),
-            severity=str(data.get("severity", "error")),
-            host=str(data.get("host") or ""),
-            time=float(data.get("time") or 0.0),
-            reporter=data.get("reporter"),
-            fields={k: v for k, v in data.items() if k not in core},
-        )
+__all__ = ["SCHEMA_VERSION", "SEVERITIES", "EventLog", "GuardEvent", "read_events"]
 
 
 class EventLog:

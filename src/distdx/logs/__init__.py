@@ -22,7 +22,8 @@ become ``ParsedLog.notes``.
 """
 
 from distdx.logs.api import parse_text, read_logs
-from distdx.logs.models import Block, ExitRecord, FirstFailure, Frame, GuardEvent, LogLine, ParsedLog
+from distdx.events import GuardEvent
+from distdx.logs.models import Block, ExitRecord, FirstFailure, Frame, LogLine, ParsedLog
 
 __all__ = [
     "Block",

@@ -74,10 +74,8 @@ def _from_guard_events(lines: list[LogLine]) -> FirstFailure | None:
     for i, line in enumerate(lines):
         if line.event is None or line.event.kind in _GUARD_CONSEQUENCES:
             continue
-        fields = line.event.fields
-        if fields.get("severity") == "error":
-            when = fields.get("time")
-            found.append((when if isinstance(when, (int, float)) else float("inf"), i, line))
+        if line.event.severity == "error":
+            found.append((line.event.time or float("inf"), i, line))
     if not found:
         return None
     found.sort(key=lambda t: (t[0], t[1]))

@@ -7,12 +7,12 @@ adds ``host: `` in front of torchrun's ``[rank3]:``), so prefixes are peeled off
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
 from distdx import jsonio
-from distdx.logs.models import GuardEvent, LogLine
+from distdx.events import GuardEvent
+from distdx.logs.models import LogLine
 
 # CSI sequences (colours, cursor moves), OSC sequences (titles, links) and lone escapes.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
@@ -138,21 +138,7 @@ def guard_event(text: str) -> GuardEvent | None:
     version = data.get("distdx") if isinstance(data, dict) else None
     if not isinstance(version, int) or isinstance(version, bool):
         return None
-
-    def _int(key: str) -> int | None:
-        v = data.get(key)
-        return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-    host = data.get("host")
-    return GuardEvent(
-        schema=version,
-        kind=str(data.get("kind", "event")),
-        message=str(data.get("message", "")),
-        rank=_int("rank"),
-        host=host if isinstance(host, str) else None,
-        step=_int("step"),
-        raw=json.dumps(data, sort_keys=True),
-    )
+    return GuardEvent.from_dict(data)
 
 
 def make_line(ctx: SourceContext, lineno: int, raw: str) -> LogLine:

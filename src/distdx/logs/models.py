@@ -2,25 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
-
-@dataclass(frozen=True)
-class GuardEvent:
-    """A structured event written by ``distdx guard`` (a JSON line with key ``"distdx"``)."""
-
-    schema: int  # the value of the "distdx" key
-    kind: str  # e.g. "collective_mismatch"
-    message: str
-    rank: int | None = None
-    host: str | None = None
-    step: int | None = None
-    raw: str = "{}"  # the JSON object as written, for every other field
-
-    @property
-    def fields(self) -> dict:
-        return json.loads(self.raw)
+from distdx.events import GuardEvent
 
 
 @dataclass(frozen=True)

@@ -146,16 +146,16 @@ def test_file_deleted_between_listing_and_reading(tmp_path, monkeypatch):
     b = tmp_path / "b.log"
     a.write_text(TB)
     b.write_text("ValueError: x\n")
-    from distdx.logs import api
+    from distdx.logs import reader
 
-    real_open = api._open
+    real_open = reader._open
 
     def open_after_delete(inp, stdin):
         if inp.path == str(a):
             a.unlink()
         return real_open(inp, stdin)
 
-    monkeypatch.setattr(api, "_open", open_after_delete)
+    monkeypatch.setattr(reader, "_open", open_after_delete)
     p = read_logs([str(tmp_path)])
     assert p.sources == (str(b),) and any("vanished" in n for n in p.notes)
 
@@ -188,16 +188,16 @@ def test_permission_denied_among_many_is_a_note(tmp_path, monkeypatch):
     # injected: the test may run as root, which reads any file
     (tmp_path / "a.log").write_text(TB)
     (tmp_path / "b.log").write_text("ValueError: x\n")
-    from distdx.logs import api
+    from distdx.logs import reader
 
-    real_open = api._open
+    real_open = reader._open
 
     def deny_a(inp, stdin):
         if inp.path and inp.path.endswith("a.log"):
             raise PermissionError(13, "Permission denied")
         return real_open(inp, stdin)
 
-    monkeypatch.setattr(api, "_open", deny_a)
+    monkeypatch.setattr(reader, "_open", deny_a)
     p = read_logs([str(tmp_path)])
     assert p.sources == (str(tmp_path / "b.log"),) and any("permission denied" in n for n in p.notes)
     with pytest.raises(DistdxError) as e:

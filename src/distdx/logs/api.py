@@ -14,6 +14,7 @@ from distdx.logs.lines import SourceContext, guess_hosts
 from distdx.logs.models import Block, LogLine, ParsedLog
 from distdx.logs.reader import (
     CHUNK_BYTES,
+    COMPRESSED,
     FULL_LIMIT_BYTES,
     MAX_KEPT_LINES,
     MAX_LINE_BYTES,
@@ -21,20 +22,12 @@ from distdx.logs.reader import (
     Collector,
     Input,
     Notes,
-    Utf8Transcoder,
-    _ChainedReader,
-    _open,
     expand_inputs,
-    is_error_file_name,
-    looks_binary,
-    read_error_file,
     read_head,
+    read_inputs,
     sample_lines,
-    utf16_encoding,
 )
 
-_COMPRESSED = (".gz", ".bz2", ".xz", ".lzma")
-_ERROR_FILE_MAX = 16 << 20
 
 
 def read_logs(
@@ -64,79 +57,14 @@ def read_logs(
             stdin_head = read_head(stdin_stream, full_limit_bytes + 1)
             known += len(stdin_head)
         elif inp.size:
-            known += inp.size * (6 if inp.path.lower().endswith(_COMPRESSED) else 1)
+            known += inp.size * (6 if inp.path.lower().endswith(COMPRESSED) else 1)
     full = known <= full_limit_bytes
     collector = Collector(
         full=full, notes=notes, max_line_bytes=max_line_bytes, max_kept_lines=max_kept_lines,
         tail_kept_lines=tail_kept_lines, chunk_bytes=chunk_bytes,
     )
-    error_file_sources: set[str] = set()
-    problems: list[tuple[str, str, str]] = []  # (code, source, what)
-    sources: list[str] = []
-    for inp in items:
-        try:
-            fh = _ChainedReader(stdin_head, stdin_stream) if inp.path is None else _open(inp, stdin)
-        except FileNotFoundError:
-            notes.add("vanished before it could be read (deleted?)", inp.name)
-            problems.append(("DX-LOGS-004", inp.name, "vanished before it could be read"))
-            continue
-        except PermissionError:
-            notes.add("not readable (permission denied); skipped", inp.name)
-            problems.append(("DX-LOGS-006", inp.name, "is not readable (permission denied)"))
-            continue
-        except OSError as e:
-            notes.add(f"cannot be opened ({e.strerror or e}); skipped", inp.name)
-            problems.append(("DX-LOGS-006", inp.name, f"cannot be opened ({e.strerror or e})"))
-            continue
-        try:
-            first = collector._next(fh, SourceContext(inp.name))
-            if not first:
-                if getattr(fh, "cut", False):  # a compressed file cut before its first complete block
-                    problems.append(("DX-LOGS-006", inp.name,
-                                     "could not be decompressed: it was cut short before its first complete block"))
-                    continue
-                if collector.read_error:  # corrupt compressed data, an I/O error: not an empty file
-                    problems.append(("DX-LOGS-006", inp.name, f"could not be read ({collector.read_error})"))
-                    continue
-                notes.add("empty", inp.name)
-                problems.append(("DX-LOGS-007", inp.name, "is empty"))
-                continue
-            encoding = utf16_encoding(first)
-            if encoding is not None:
-                notes.add(f"{encoding.upper()} text, read as UTF-8", inp.name)
-                fh = Utf8Transcoder(first, fh, encoding)
-                first = fh.read(len(first))
-                transcoded = True
-            else:
-                transcoded = False
-            if looks_binary(first):
-                notes.add("looks binary (not a text log); skipped", inp.name)
-                problems.append(("DX-LOGS-008", inp.name, "looks binary, not like a text log"))
-                collector.total_bytes += len(first)
-                continue
-            ctx = _context(inp, first)
-            sources.append(inp.name)
-            collector.read_ok += 1
-            if is_error_file_name(inp.path) and first.lstrip().startswith(b"{"):
-                data = first + read_head(fh, _ERROR_FILE_MAX)
-                lines = read_error_file(inp.name, ctx, data) if len(data) < _ERROR_FILE_MAX else None
-                if lines is not None:
-                    error_file_sources.add(inp.name)
-                    collector.total_bytes += len(data)
-                    collector.total_lines += data.count(b"\n") + 1
-                    for line in lines:
-                        collector._keep(line)
-                    continue
-                fh = _ChainedReader(data[len(first):], fh)
-            plain = (inp.path is not None and not transcoded
-                     and not inp.path.lower().endswith(_COMPRESSED + (".json",)))
-            collector.read(fh, ctx, first, inp.path if plain else None)
-        finally:
-            if inp.path is not None:
-                try:
-                    fh.close()
-                except OSError:
-                    pass
+    read = read_inputs(items, collector, notes, stdin_head=stdin_head, stdin_stream=stdin_stream, stdin=stdin)
+    sources, problems, error_file_sources = read.sources, read.problems, read.error_file_sources
     if not sources:
         _raise_nothing_read(items, problems)
     if collector.dropped:
@@ -168,10 +96,6 @@ def _default_stdin() -> BinaryIO:
     import sys
 
     return sys.stdin.buffer
-
-
-def _context(inp: Input, first: bytes) -> SourceContext:
-    return SourceContext(inp.name, rank=inp.rank, local_rank=inp.local_rank, hosts=guess_hosts(sample_lines(first)))
 
 
 def _raise_nothing_read(items: list[Input], problems: list[tuple[str, str, str]]) -> None:

@@ -23,7 +23,7 @@ from typing import BinaryIO, Iterable, Sequence
 
 from distdx import jsonio
 from distdx.errors import DistdxError
-from distdx.logs.lines import SourceContext, make_line
+from distdx.logs.lines import SourceContext, guess_hosts, make_line
 from distdx.logs.models import LogLine
 
 CHUNK_BYTES = 8 << 20
@@ -827,3 +827,95 @@ __all__ = [
     "salient_starts",
     "sample_lines",
 ]
+
+
+COMPRESSED = (".gz", ".bz2", ".xz", ".lzma")  # read through a decompressor, by the name's suffix
+_ERROR_FILE_MAX = 16 << 20  # a torchelastic error file larger than this is read as a log
+
+
+@dataclass
+class InputsRead:
+    """What :func:`read_inputs` got: the sources read, one (code, source, what) for each input that gave
+    nothing, and the torchelastic error files among the sources."""
+
+    sources: list[str]
+    problems: list[tuple[str, str, str]]
+    error_file_sources: set[str]
+
+
+def read_inputs(items: list[Input], collector: Collector, notes: Notes, *, stdin_head: bytes = b"",
+                stdin_stream: BinaryIO | None = None, stdin: BinaryIO | None = None) -> InputsRead:
+    """Read every input into ``collector``: open it (decompressing, transcoding UTF-16), skip what is
+    empty, binary or unreadable with a note and a problem, and read torchelastic error files whole."""
+    error_file_sources: set[str] = set()
+    problems: list[tuple[str, str, str]] = []  # (code, source, what)
+    sources: list[str] = []
+    for inp in items:
+        try:
+            fh = _ChainedReader(stdin_head, stdin_stream) if inp.path is None else _open(inp, stdin)
+        except FileNotFoundError:
+            notes.add("vanished before it could be read (deleted?)", inp.name)
+            problems.append(("DX-LOGS-004", inp.name, "vanished before it could be read"))
+            continue
+        except PermissionError:
+            notes.add("not readable (permission denied); skipped", inp.name)
+            problems.append(("DX-LOGS-006", inp.name, "is not readable (permission denied)"))
+            continue
+        except OSError as e:
+            notes.add(f"cannot be opened ({e.strerror or e}); skipped", inp.name)
+            problems.append(("DX-LOGS-006", inp.name, f"cannot be opened ({e.strerror or e})"))
+            continue
+        try:
+            first = collector._next(fh, SourceContext(inp.name))
+            if not first:
+                if getattr(fh, "cut", False):  # a compressed file cut before its first complete block
+                    problems.append(("DX-LOGS-006", inp.name,
+                                     "could not be decompressed: it was cut short before its first complete block"))
+                    continue
+                if collector.read_error:  # corrupt compressed data, an I/O error: not an empty file
+                    problems.append(("DX-LOGS-006", inp.name, f"could not be read ({collector.read_error})"))
+                    continue
+                notes.add("empty", inp.name)
+                problems.append(("DX-LOGS-007", inp.name, "is empty"))
+                continue
+            encoding = utf16_encoding(first)
+            if encoding is not None:
+                notes.add(f"{encoding.upper()} text, read as UTF-8", inp.name)
+                fh = Utf8Transcoder(first, fh, encoding)
+                first = fh.read(len(first))
+                transcoded = True
+            else:
+                transcoded = False
+            if looks_binary(first):
+                notes.add("looks binary (not a text log); skipped", inp.name)
+                problems.append(("DX-LOGS-008", inp.name, "looks binary, not like a text log"))
+                collector.total_bytes += len(first)
+                continue
+            ctx = _context(inp, first)
+            sources.append(inp.name)
+            collector.read_ok += 1
+            if is_error_file_name(inp.path) and first.lstrip().startswith(b"{"):
+                data = first + read_head(fh, _ERROR_FILE_MAX)
+                lines = read_error_file(inp.name, ctx, data) if len(data) < _ERROR_FILE_MAX else None
+                if lines is not None:
+                    error_file_sources.add(inp.name)
+                    collector.total_bytes += len(data)
+                    collector.total_lines += data.count(b"\n") + 1
+                    for line in lines:
+                        collector._keep(line)
+                    continue
+                fh = _ChainedReader(data[len(first):], fh)
+            plain = (inp.path is not None and not transcoded
+                     and not inp.path.lower().endswith(COMPRESSED + (".json",)))
+            collector.read(fh, ctx, first, inp.path if plain else None)
+        finally:
+            if inp.path is not None:
+                try:
+                    fh.close()
+                except OSError:
+                    pass
+    return InputsRead(sources, problems, error_file_sources)
+
+
+def _context(inp: Input, first: bytes) -> SourceContext:
+    return SourceContext(inp.name, rank=inp.rank, local_rank=inp.local_rank, hosts=guess_hosts(sample_lines(first)))

@@ -8,6 +8,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Mapping
 
+
+def number_text(value: int) -> str:
+    """An integer as an error message shows it: written out up to 30 digits, described past that."""
+    return str(value) if abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
+
 MODES = ("train", "infer")
 TRAIN_DTYPES = ("fp32", "fp16", "bf16")
 INFER_DTYPES = TRAIN_DTYPES + ("int8", "int4")

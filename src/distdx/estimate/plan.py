@@ -10,7 +10,7 @@ from __future__ import annotations
 from distdx.errors import DistdxError
 from distdx.estimate import formulas
 from distdx.estimate.models import (CHECKPOINTING, INFER_DTYPES, MODES, OFFLOAD_DEVICES, OPTIMIZERS, TRAIN_DTYPES,
-                                    Figures, ModelShape, Setup)
+                                    Figures, ModelShape, Setup, number_text)
 
 
 MAX_GPUS = 10**7  # two orders above the largest clusters: past it a size is a typo, and float maths overflows
@@ -18,8 +18,7 @@ MAX_GPUS = 10**7  # two orders above the largest clusters: past it a size is a t
 
 def _positive(name: str, value: int | None) -> None:
     if value is not None and not 1 <= value <= MAX_GPUS:
-        shown = value if abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
-        raise DistdxError("DX-ESTIMATE-004", f"{name} is {shown}",
+        raise DistdxError("DX-ESTIMATE-004", f"{name} is {number_text(value)}",
                           why=f"parallel sizes and GPU/node counts are from 1 to {MAX_GPUS:,}",
                           hint=f"give {name} the job's real size")
 

@@ -33,7 +33,7 @@ from typing import Any, Mapping
 
 from distdx import jsonio
 from distdx.errors import DistdxError
-from distdx.estimate.models import ModelShape
+from distdx.estimate.models import ModelShape, number_text
 
 LLAMA_STYLE = ("llama", "mistral", "qwen2", "qwen3")
 FAMILIES = LLAMA_STYLE + ("gpt2", "gpt_neox", "opt")
@@ -239,11 +239,6 @@ def shape_from_config(path: str | Path) -> ModelShape:
 MAX_DIM = 10**15  # above any real model's parameter count, below float rounding trouble
 
 
-def _short(value: int) -> str:
-    text = str(value) if abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
-    return text
-
-
 def shape_from_params(params: int, *, layers: int | None = None, hidden: int | None = None,
                       heads: int | None = None, kv_heads: int | None = None, ffn: int | None = None,
                       vocab: int | None = None, largest_layer_params: int | None = None) -> ModelShape:
@@ -252,7 +247,7 @@ def shape_from_params(params: int, *, layers: int | None = None, hidden: int | N
                         ("--kv-heads", kv_heads), ("--ffn-size", ffn), ("--vocab-size", vocab),
                         ("--largest-layer-params", largest_layer_params)):
         if value is not None and not 1 <= value <= MAX_DIM:
-            raise DistdxError("DX-ESTIMATE-003", f"{flag} is {_short(value)}; it must be a whole number from 1 to "
+            raise DistdxError("DX-ESTIMATE-003", f"{flag} is {number_text(value)}; it must be a whole number from 1 to "
                               f"{MAX_DIM:,}", why="a model dimension counts something: zero, negative or "
                               "astronomically large sizes describe no model", hint=f"pass the model's real {flag[2:]}")
     assumed: list[str] = []

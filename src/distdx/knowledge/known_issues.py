@@ -110,11 +110,12 @@ def read_cases(path: str | Path) -> list[dict]:
     return cases
 
 
-def write_index(issues: list[KnownIssue], out: str | Path) -> None:
-    with open(out, "w", encoding="utf-8") as f:
-        f.write(json.dumps({"index_version": INDEX_VERSION, "count": len(issues)}) + "\n")
-        for issue in issues:
-            f.write(json.dumps(asdict(issue), ensure_ascii=False, sort_keys=True) + "\n")
+def index_text(issues: list[KnownIssue]) -> str:
+    """The index file's text: a header line, then one JSON object per issue (sorted keys, so that the
+    same issues give the same bytes)."""
+    lines = [json.dumps({"index_version": INDEX_VERSION, "count": len(issues)})]
+    lines += [json.dumps(asdict(issue), ensure_ascii=False, sort_keys=True) for issue in issues]
+    return "\n".join(lines) + "\n"
 
 
 def parse_index(text: str) -> tuple[KnownIssue, ...]:

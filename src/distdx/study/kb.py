@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from distdx.errors import DistdxError
-from distdx.knowledge.known_issues import KnownIssue, issue_from_case, read_cases, user_index_path, write_index
+from distdx.knowledge.known_issues import KnownIssue, index_text, issue_from_case, read_cases, user_index_path
+from distdx.paths import write_atomic
 
 
 @dataclass(frozen=True)
@@ -56,12 +57,8 @@ def build_kb(sources: str | list[str] | tuple[str, ...], out: str | Path | None 
         raise DistdxError("DX-STUDY-103", f"{target} exists already",
                           why="replacing it would lose the index it holds",
                           hint="pass --force to replace it, or --out another path")
-    tmp = target.with_name(f".{target.name}.tmp")
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_index(list(unique.values()), tmp)
-        tmp.replace(target)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise DistdxError("DX-STUDY-102", f"cannot write {target}: {e.strerror}", hint="pick another --out") from None
+        write_atomic(target, index_text(list(unique.values())), force=True, what="index")
+    except DistdxError as e:  # the index's own code, with write_atomic's account of the cause
+        raise DistdxError("DX-STUDY-102", e.message, why=e.why, hint="pick another --out") from None
     return KbBuild(sources, target, len(unique), len(issues) - len(unique))

@@ -11,3 +11,10 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 def load_yaml(text: str):
     return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
+
+
+def bundled_yaml(package: str, name: str):
+    """A YAML data file shipped inside a distdx package (``bundled_yaml("distdx.lint", "removed.yaml")``)."""
+    from importlib import resources
+
+    return load_yaml(resources.files(package).joinpath(name).read_text(encoding="utf-8"))

@@ -11,10 +11,9 @@ import ast
 import difflib
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
-import yaml
 
+from distdx.knowledge.yamlio import bundled_yaml
 from distdx.lint.models import Hit
 
 _HYBRID = ("HybridParallelPlugin", "MoeHybridParallelPlugin")
@@ -27,7 +26,7 @@ _UNKNOWN = object()
 def plugin_signatures() -> dict[str, dict]:
     """``colossalai_plugins.yaml``: per plugin class, the keyword arguments its constructor takes and the
     ones older releases took (``removed``: last release, replacement)."""
-    data = yaml.safe_load(resources.files("distdx.lint").joinpath("colossalai_plugins.yaml").read_text("utf-8"))
+    data = bundled_yaml("distdx.lint", "colossalai_plugins.yaml")
     return data["plugins"]
 
 

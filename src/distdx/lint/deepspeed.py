@@ -14,10 +14,9 @@ import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
-import yaml
 
+from distdx.knowledge.yamlio import bundled_yaml
 from distdx.lint.models import Hit
 from distdx.lint.source import Parsed
 
@@ -62,12 +61,12 @@ NUMERIC_OPTIMIZER_PARAMS = ("lr", "weight_decay", "eps", "momentum")  # compared
 @lru_cache(maxsize=1)
 def removed_optimizers() -> dict[str, dict[str, str]]:
     """Optimizer types DeepSpeed dropped (``removed.yaml``), by lower-case name."""
-    data = yaml.safe_load(resources.files("distdx.lint").joinpath("removed.yaml").read_text("utf-8"))
+    data = bundled_yaml("distdx.lint", "removed.yaml")
     return {str(k): {kk: str(vv) for kk, vv in v.items()} for k, v in data["optimizers"].items()}
 
 
 def schema() -> Schema:
-    data = yaml.safe_load(resources.files("distdx.lint").joinpath("deepspeed_schema.yaml").read_text("utf-8"))
+    data = bundled_yaml("distdx.lint", "deepspeed_schema.yaml")
     return Schema(version=str(data["deepspeed"]), sections=data["sections"],
                   removed_top_level=data["removed_top_level"], removed_zero=data["removed_zero"],
                   optimizers=tuple(data["optimizers"]), torch_optimizers=tuple(data["torch_optimizers"]),
@@ -405,18 +404,15 @@ class _Checker:
 
     # -------------------------------------------------------------- optimizer and scheduler
     def optimizer_param_types(self, params: dict) -> None:
-        def number(v: object) -> bool:
-            return isinstance(v, (int, float)) and not isinstance(v, bool)
-
         for key in NUMERIC_OPTIMIZER_PARAMS:
             value = params.get(key)
-            if key in params and value != AUTO and not number(value):
+            if key in params and value != AUTO and not _is_number(value):
                 self.hit("LINT-DS-054", f"optimizer.params.{key}", value,
                          f"optimizer.params.{key} is {value!r}, not a number: the optimizer's constructor compares it "
                          "with numbers and deepspeed.initialize() stops")
         betas = params.get("betas")
         if "betas" in params and betas != AUTO and not (
-                isinstance(betas, list) and len(betas) == 2 and all(number(b) for b in betas)):
+                isinstance(betas, list) and len(betas) == 2 and all(_is_number(b) for b in betas)):
             self.hit("LINT-DS-054", "optimizer.params.betas", betas,
                      f"optimizer.params.betas is {betas!r}; Adam-style optimizers take a list of two numbers, e.g. [0.9, 0.999]")
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from importlib import resources
 
-import yaml
 
+from distdx.knowledge.yamlio import bundled_yaml
 from distdx.lint.models import Hit
 
 # --flag spellings Megatron accepts for the same destination
@@ -59,7 +58,7 @@ _FORK_MARKERS = ("deepspeed", "deepspeed_config", "zero_stage", "deepspeed_activ
 @lru_cache(maxsize=1)
 def removed_arguments() -> dict[str, tuple[str, dict[str, str]]]:
     """``megatron_removed.yaml`` by argparse destination: (how current Megatron-LM refuses it, its entry)."""
-    data = yaml.safe_load(resources.files("distdx.lint").joinpath("megatron_removed.yaml").read_text("utf-8"))
+    data = bundled_yaml("distdx.lint", "megatron_removed.yaml")
     out = {}
     for section in ("options", "rejected_at_validation"):
         for flag, entry in (data.get(section) or {}).items():

@@ -165,22 +165,25 @@ def secret_log(rnd: random.Random, secrets: list[str]) -> bytes:
     return ("\n".join(lines[: rnd.randint(3, len(lines))] + [l.decode() for l in REAL_LINES[:4]]) + "\n").encode()
 
 
-def _big_distinct(path: Path, seed: int) -> None:  # 4,000 distinct long lines, ~8 MB
-    rnd = random.Random(seed)
+def _distinct(path: Path, n: int, seed: int | None = None) -> None:  # n distinct 2 kB lines
+    rnd = random.Random(n if seed is None else seed)
     _stream_lines(path, lambda i: (f"[rank{i % 64}]: step {i} " + "".join(rnd.choice("abcdefgh ") for _ in range(2000))
-                                   + "\n").encode(), 4000)
+                                   + "\n").encode(), n)
+
+
+def _frames(path: Path, n: int) -> None:  # a traceback of n frames
+    _stream_lines(path, lambda i: (b"Traceback (most recent call last):\n" if i == 0 else
+                                   b"RecursionError: maximum recursion depth exceeded\n" if i == 2 * n + 1 else
+                                   f'  File "/src/model.py", line {i % 997}, in forward_{i % 13}\n'.encode()
+                                   if i % 2 else b"    return self.inner(x)\n"), 2 * n + 2)
+
+
+def _big_distinct(path: Path, seed: int) -> None:  # 4,000 distinct long lines, ~8 MB
+    _distinct(path, 4000, seed)
 
 
 def _big_frames(path: Path, seed: int) -> None:  # a 200k-frame traceback
-    def line(i: int) -> bytes:
-        if i == 0:
-            return b"Traceback (most recent call last):\n"
-        if i == 400_001:
-            return b"RecursionError: maximum recursion depth exceeded\n"
-        if i % 2:
-            return f'  File "/src/model.py", line {i % 997}, in forward_{i % 13}\n'.encode()
-        return b"    return self.inner(x)\n"
-    _stream_lines(path, line, 400_002)
+    _frames(path, 200_000)
 
 
 def _big_one_line(path: Path, seed: int) -> None:  # one 12 MB line with an error in the middle
@@ -726,19 +729,6 @@ def table(results: list[Result]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
-
-
-def _frames(path: Path, n: int) -> None:
-    _stream_lines(path, lambda i: (b"Traceback (most recent call last):\n" if i == 0 else
-                                   b"RecursionError: maximum recursion depth exceeded\n" if i == 2 * n + 1 else
-                                   f'  File "/src/model.py", line {i % 997}, in forward_{i % 13}\n'.encode()
-                                   if i % 2 else b"    return self.inner(x)\n"), 2 * n + 2)
-
-
-def _distinct(path: Path, n: int) -> None:
-    rnd = random.Random(n)
-    _stream_lines(path, lambda i: (f"[rank{i % 64}]: step {i} " + "".join(rnd.choice("abcdefgh ") for _ in range(2000))
-                                   + "\n").encode(), n)
 
 
 def _keys(path: Path, n: int) -> None:

@@ -15,6 +15,7 @@ from distdx.logs.models import Block, LogLine, ParsedLog
 from distdx.logs.reader import (
     CHUNK_BYTES,
     COMPRESSED,
+    COMPRESSED_GUESS,
     FULL_LIMIT_BYTES,
     MAX_KEPT_LINES,
     MAX_LINE_BYTES,
@@ -57,7 +58,7 @@ def read_logs(
             stdin_head = read_head(stdin_stream, full_limit_bytes + 1)
             known += len(stdin_head)
         elif inp.size:
-            known += inp.size * (6 if inp.path.lower().endswith(COMPRESSED) else 1)
+            known += inp.size * (COMPRESSED_GUESS if inp.path.lower().endswith(COMPRESSED) else 1)
     full = known <= full_limit_bytes
     collector = Collector(
         full=full, notes=notes, max_line_bytes=max_line_bytes, max_kept_lines=max_kept_lines,

@@ -33,7 +33,8 @@ MAX_KEPT_LINES = 50_000  # salient lines kept from the start of a large input ..
 TAIL_KEPT_LINES = 10_000  # ... and from its end, once the first budget is spent
 STASH_CHUNKS = 3  # once the first budget is spent, only the last chunks are searched (at the end)
 MAX_FILES = 100_000
-_COMPRESSED_GUESS = 6  # a compressed file is assumed to expand this much when choosing the mode
+COMPRESSED = (".gz", ".bz2", ".xz", ".lzma")  # read through a decompressor, by the name's suffix
+COMPRESSED_GUESS = 6  # a compressed file is assumed to expand this much when choosing the mode
 
 # Salient-line needles and how many following lines to keep with each. In Python each needle
 # is one C-speed pass of bytes.find, so that list is short and uses shared suffixes ("rror"
@@ -829,7 +830,6 @@ __all__ = [
 ]
 
 
-COMPRESSED = (".gz", ".bz2", ".xz", ".lzma")  # read through a decompressor, by the name's suffix
 _ERROR_FILE_MAX = 16 << 20  # a torchelastic error file larger than this is read as a log
 
 

@@ -8,7 +8,10 @@ set, else the XDG default under the home directory (``~/.cache``, ``~/.local/sha
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
+
+from distdx.errors import DistdxError
 
 _DEFAULTS = {"cache": (".cache",), "data": (".local", "share"), "state": (".local", "state")}
 
@@ -22,8 +25,6 @@ def user_dir(kind: str, override: str | None = None) -> Path:
 
 def ensure_new(path: str | Path, what: str = "file") -> None:
     """Raise DX-PATH-001 when ``path`` exists (a dangling link counts): writing would replace it."""
-    from distdx.errors import DistdxError
-
     target = Path(path)
     if target.exists() or target.is_symlink():
         raise DistdxError("DX-PATH-001", f"{target} exists already",
@@ -36,10 +37,6 @@ def write_atomic(path: str | Path, data: str | bytes, *, force: bool = False, wh
     never sees half a file and an interrupted write leaves the old one whole. An existing file is
     replaced only with ``force``; every failure is a :class:`DistdxError` (DX-PATH-001 exists,
     DX-PATH-002 cannot write) that names the OS's reason."""
-    import tempfile
-
-    from distdx.errors import DistdxError
-
     target = Path(path)
     if not force:
         ensure_new(target, what)

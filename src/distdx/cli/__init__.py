@@ -115,7 +115,6 @@ def whole(low: int, high: int):  # noqa: ANN201 - an argparse type
             raise argparse.ArgumentTypeError(f"{value} is out of range: use {low} to {high:,}")
         return value
 
-    parse.__name__ = "whole number"  # what argparse calls it in "invalid <type> value"
     return parse
 
 

@@ -458,10 +458,14 @@ class Session:
         self.act = None
 
     def analyse_failure(self) -> None:
-        """After a collective failed here: compare with what the peers published last."""
+        """After a collective failed here: compare with what the peers published last. A lost
+        peer is looked for first, and again after the comparisons: the launcher tears this rank
+        down moments after a peer dies, and a killed peer closes its sockets a moment before it
+        shows as gone."""
         self.publish()
         hbs = self.read_heartbeats([r for r in range(self.world) if r != self.rank])
         hbs[self.rank] = self.heartbeat()
+        self._emit_lost(hbs)
         for finding in compare.compare_rings({r: hb.get("ring", []) for r, hb in hbs.items() if hb}):
             self.emit(finding)
         for finding in compare.compare_loaders(hbs):
@@ -470,12 +474,14 @@ class Session:
         if not self._uneven:
             for finding in compare.find_skipped(hbs, time.time()):
                 self.emit(finding)
-        # a killed peer closes its sockets a moment before it shows as gone: look a few times
         for _ in range(6):
-            self._update_lost(hbs, grace=False)
             if self._lost:
                 break
             time.sleep(0.05)
+            self._emit_lost(hbs)
+
+    def _emit_lost(self, hbs: dict[int, dict]) -> None:
+        self._update_lost(hbs, grace=False)
         for finding in compare.find_lost(hbs, self._lost, lockstep=bool(self.replicated)):
             self.emit(finding)
 
@@ -550,22 +556,27 @@ class Session:
 
     def _watch_peer_processes(self) -> None:
         """Peers on this host: a pidfd turns readable the moment the process ends, so a killed
-        rank is named before the launcher tears the rest of the job down."""
+        rank is named before the launcher tears the rest of the job down. A peer that has not
+        published its first heartbeat yet (it started later than this rank) is looked for again
+        on each turn until every peer is either watched or known to run on another host."""
         import select
 
+        fds: dict[int, int] = {}
         try:
-            hbs = self.read_heartbeats([r for r in range(self.world) if r != self.rank])
-            fds: dict[int, int] = {}
-            for r, hb in hbs.items():
-                if hb.get("host") == self.host and hb.get("pid") and len(fds) < 64:
-                    try:
-                        fds[os.pidfd_open(int(hb["pid"]))] = r
-                    except OSError:
-                        continue
+            unseen = {r for r in range(self.world) if r != self.rank}
             poller = select.poll()
-            for fd in fds:
-                poller.register(fd, select.POLLIN)
-            while fds and not self._stop.is_set():
+            while not self._stop.is_set() and (fds or unseen):
+                if unseen:
+                    for r, hb in self.read_heartbeats(sorted(unseen)).items():
+                        unseen.discard(r)
+                        if hb.get("host") != self.host or not hb.get("pid") or len(fds) >= 64:
+                            continue
+                        try:
+                            fd = os.pidfd_open(int(hb["pid"]))
+                        except OSError:
+                            continue
+                        fds[fd] = r
+                        poller.register(fd, select.POLLIN)
                 for fd, _mask in poller.poll(200):
                     rank = fds.pop(fd)
                     poller.unregister(fd)
@@ -573,6 +584,9 @@ class Session:
                     self._peer_ended(rank)
         except Exception as e:  # noqa: BLE001
             self.internal_error("peer process watch", e)
+        finally:
+            for fd in fds:
+                os.close(fd)
 
     def _peer_ended(self, rank: int) -> None:
         if self._stop.is_set():

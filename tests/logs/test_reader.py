@@ -8,7 +8,7 @@ import pytest
 
 from distdx.errors import DistdxError
 from distdx.logs import read_logs
-from distdx.logs.reader import rank_from_path
+from distdx.logs.inputs import rank_from_path
 
 TB = '[rank3]:Traceback (most recent call last):\n[rank3]:  File "t.py", line 5, in step\n[rank3]:    x.cuda()\n[rank3]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n'
 
@@ -148,14 +148,14 @@ def test_file_deleted_between_listing_and_reading(tmp_path, monkeypatch):
     b.write_text("ValueError: x\n")
     from distdx.logs import reader
 
-    real_open = reader._open
+    real_open = reader.open_input
 
     def open_after_delete(inp, stdin):
         if inp.path == str(a):
             a.unlink()
         return real_open(inp, stdin)
 
-    monkeypatch.setattr(reader, "_open", open_after_delete)
+    monkeypatch.setattr(reader, "open_input", open_after_delete)
     p = read_logs([str(tmp_path)])
     assert p.sources == (str(b),) and any("vanished" in n for n in p.notes)
 
@@ -190,14 +190,14 @@ def test_permission_denied_among_many_is_a_note(tmp_path, monkeypatch):
     (tmp_path / "b.log").write_text("ValueError: x\n")
     from distdx.logs import reader
 
-    real_open = reader._open
+    real_open = reader.open_input
 
     def deny_a(inp, stdin):
         if inp.path and inp.path.endswith("a.log"):
             raise PermissionError(13, "Permission denied")
         return real_open(inp, stdin)
 
-    monkeypatch.setattr(reader, "_open", deny_a)
+    monkeypatch.setattr(reader, "open_input", deny_a)
     p = read_logs([str(tmp_path)])
     assert p.sources == (str(tmp_path / "b.log"),) and any("permission denied" in n for n in p.notes)
     with pytest.raises(DistdxError) as e:

@@ -12,22 +12,18 @@ from distdx.logs.blocks import build_blocks
 from distdx.logs.firstfail import classify_block, find_first_failure
 from distdx.logs.lines import SourceContext, guess_hosts
 from distdx.logs.models import Block, LogLine, ParsedLog
+from distdx.logs.inputs import COMPRESSED, COMPRESSED_GUESS, Input, Notes, expand_inputs, read_head
 from distdx.logs.reader import (
     CHUNK_BYTES,
-    COMPRESSED,
-    COMPRESSED_GUESS,
     FULL_LIMIT_BYTES,
     MAX_KEPT_LINES,
     MAX_LINE_BYTES,
     TAIL_KEPT_LINES,
     Collector,
-    Input,
-    Notes,
-    expand_inputs,
-    read_head,
     read_inputs,
     sample_lines,
 )
+
 
 
 

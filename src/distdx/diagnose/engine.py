@@ -37,7 +37,6 @@ from distdx.diagnose.textmodel import NEIGHBOURS, RULE_DOC_PREFIX, TAXONOMY_DOC_
 from distdx.knowledge.phases import may_report_failure, phase_evidence
 from distdx.knowledge.rules import Rule, load_rules
 from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN, taxonomy
-from distdx.logs.firstfail import cascade_match
 from distdx.logs.models import LogLine, ParsedLog
 
 @dataclass(frozen=True)
@@ -93,32 +92,18 @@ def _line_shape(text: str) -> str:
     return _SHAPE_DIGITS.sub("#", text)
 
 
-def _position(rule: Rule, line: LogLine, parsed: ParsedLog, ff_keys: set, cascade_keys: set, w: Weights,
-              real_first: bool) -> tuple[float, bool, bool]:
+def _position(rule: Rule, line: LogLine, parsed: ParsedLog, ff_keys: set, w: Weights) -> tuple[float, bool, bool]:
     key = (line.source, line.lineno)
     ff = parsed.first_failure
     if ff is not None and key == (ff.line.source, ff.line.lineno):
         return w.first_failure, True, False
     if key in ff_keys:
         return w.first_block, True, False
-    # with a real first failure, a cascade-type line (watchdog, abort, dropped peer) is its
-    # consequence even where the logs layer did not list it (it keeps a representative few)
-    if rule.cascade or key in cascade_keys or (real_first and cascade_match(line.text) is not None):
+    if rule.cascade or parsed.is_cascade(line):
         return w.cascade, False, True
     if ff is None or ff.rank is None or line.rank is None:
         return w.no_rank, False, False
     return (w.same_rank if line.rank == ff.rank else w.other_rank), False, False
-
-
-def _cascade_keys(parsed: ParsedLog) -> set[tuple[str, int]]:
-    """(source, line) of every line the logs layer judged a consequence of the first failure."""
-    keys: set[tuple[str, int]] = set()
-    if parsed.first_failure is not None:
-        keys.update((l.source, l.lineno) for l in parsed.first_failure.cascade)
-    for block in parsed.blocks:
-        if block.cascade:
-            keys.update((l.source, l.lineno) for l in block.lines)
-    return keys
 
 
 def match_rules(parsed: ParsedLog, rules: Sequence[Rule], weights: Weights = DEFAULT_WEIGHTS) -> list[_Hit]:
@@ -133,8 +118,8 @@ def match_rules(parsed: ParsedLog, rules: Sequence[Rule], weights: Weights = DEF
         if ff.block is not None:
             ff_keys.update((l.source, l.lineno) for l in ff.block.lines)
             ff_keys.add((ff.block.headline.source, ff.block.headline.lineno))
-    cascade_keys = _cascade_keys(parsed)
-    real_first = ff is not None and cascade_match(ff.line.text) is None
+    cascade_keys = parsed.cascade_keys
+    real_first = parsed.real_first_failure
 
     # the first failure's own records carry the rank/host the logs layer attributed to it
     attributed = {}
@@ -179,7 +164,7 @@ def match_rules(parsed: ParsedLog, rules: Sequence[Rule], weights: Weights = DEF
         fired = [r for r in active if r.first_match(representative, lowered) and admits(r)]
         for rule in fired:
             for line in group:
-                strength, on_ff, on_cascade = _position(rule, line, parsed, ff_keys, cascade_keys, weights, real_first)
+                strength, on_ff, on_cascade = _position(rule, line, parsed, ff_keys, weights)
                 hits.append(_Hit(rule, line, rule.weight * strength, on_ff, on_cascade))
     return hits
 
@@ -263,10 +248,9 @@ def diagnose(
     ``weights`` are the engine's numbers (:class:`Weights`)."""
     rules = load_rules() if rules is None else rules
     model = default_model() if model is None else model
-    tax = taxonomy()
     # the text model reads what is not a consequence of the first failure: a cascade repeated by
     # hundreds of ranks says little about the cause and would drown the rest
-    cascade = _cascade_keys(parsed)
+    cascade = parsed.cascade_keys
     text = "\n".join(l.text for l in parsed.lines if (l.source, l.lineno) not in cascade) if cascade else parsed.text
 
     hits = match_rules(parsed, rules, weights)

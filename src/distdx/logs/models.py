@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from distdx.events import GuardEvent
@@ -110,3 +111,36 @@ class ParsedLog:
     @property
     def text(self) -> str:
         return "\n".join(line.text for line in self.lines)
+
+    # The cascade verdict, decided here once for every reader of a ParsedLog (the engine only asks).
+
+    @functools.cached_property
+    def cascade_keys(self) -> frozenset[tuple[str, int]]:
+        """(source, line number) of every line judged a consequence of the first failure: the
+        cascade the first failure lists and the lines of every cascade block."""
+        keys: set[tuple[str, int]] = set()
+        if self.first_failure is not None:
+            keys.update((l.source, l.lineno) for l in self.first_failure.cascade)
+        for block in self.blocks:
+            if block.cascade:
+                keys.update((l.source, l.lineno) for l in block.lines)
+        return frozenset(keys)
+
+    @functools.cached_property
+    def real_first_failure(self) -> bool:
+        """A first failure that is not itself a cascade-type error (watchdog, abort, dropped peer)."""
+        from distdx.logs.firstfail import cascade_match
+
+        return self.first_failure is not None and cascade_match(self.first_failure.line.text) is None
+
+    def is_cascade(self, line: LogLine) -> bool:
+        """Whether ``line`` is a consequence of the first failure: listed as such, or, with a real
+        first failure, a cascade-type line that the listing left out (it keeps a representative few).
+        Asked per line, so that only lines that matter are matched against the cascade patterns."""
+        if (line.source, line.lineno) in self.cascade_keys:
+            return True
+        if not self.real_first_failure:
+            return False
+        from distdx.logs.firstfail import cascade_match
+
+        return cascade_match(line.text) is not None

@@ -157,11 +157,21 @@ def match_rules(parsed: ParsedLog, rules: Sequence[Rule], weights: Weights = DEF
                 admitted[rule.code] = rule.applies_to(whole, own)
         return admitted[rule.code]
 
+    # one pass over all the distinct lines together drops every pattern whose required literal
+    # occurs in none of them, so the per-line search below tries only patterns that can fire
+    document = "\n".join(group[0].text for group in seen_shapes.values())
+    document_lowered = document.lower()
+    live: list[tuple[Rule, list]] = []
+    for rule in active:
+        patterns = [p for p in rule.patterns if p.could_occur(document, document_lowered)]
+        if patterns:
+            live.append((rule, patterns))
+
     hits: list[_Hit] = []
     for group in seen_shapes.values():
         representative = group[0].text
         lowered = representative.lower()
-        fired = [r for r in active if r.first_match(representative, lowered) and admits(r)]
+        fired = [r for r, patterns in live if any(p.search(representative, lowered) for p in patterns) and admits(r)]
         for rule in fired:
             for line in group:
                 strength, on_ff, on_cascade = _position(rule, line, parsed, ff_keys, weights)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-from distdx.knowledge.yamlio import YAMLError, load_yaml
+from distdx.yamlio import YAMLError, load_yaml
 
 from distdx.errors import DistdxError
 from distdx.knowledge.taxonomy import taxonomy
@@ -77,6 +77,16 @@ class Pattern:
             else:
                 return None
         return self.compiled.search(text)
+
+    def could_occur(self, text: str, lowered: str) -> bool:
+        """False only when no match can be in ``text`` (a literal every match contains is absent);
+        ``lowered`` is ``text.lower()``. Checked once over a whole document, it spares the
+        per-line search of patterns that cannot fire anywhere in it."""
+        literals = self.literal
+        if literals is None:
+            return True
+        hay = lowered if self.fold else text
+        return any(lit in hay for lit in literals)
 
     def prepare(self) -> None:
         """Work out the required literal (used before the rules are cached)."""

@@ -9,7 +9,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "distdx"
 LAYERS = {  # a package may import from packages of a lower number only
     "errors": 0, "__version__": 0,
-    "jsonio": 1, "events": 1, "paths": 1,
+    "jsonio": 1, "yamlio": 1, "events": 1, "paths": 1,
     "knowledge": 2, "logs": 2,
     "diagnose": 3,
     "report": 4, "doctor": 5,

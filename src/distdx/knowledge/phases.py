@@ -9,7 +9,7 @@ from importlib import resources
 
 from distdx.errors import DistdxError
 from distdx.knowledge.taxonomy import taxonomy
-from distdx.knowledge.yamlio import load_yaml
+from distdx.yamlio import load_yaml
 
 
 @lru_cache(maxsize=1)

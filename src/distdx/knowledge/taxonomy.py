@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from distdx.knowledge.yamlio import load_yaml
+from distdx.yamlio import load_yaml
 
 from distdx.errors import DistdxError
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 
-from distdx.knowledge.yamlio import bundled_yaml
+from distdx.yamlio import bundled_yaml
 from distdx.lint.models import Hit
 
 _HYBRID = ("HybridParallelPlugin", "MoeHybridParallelPlugin")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 
-from distdx.knowledge.yamlio import bundled_yaml
+from distdx.yamlio import bundled_yaml
 from distdx.lint.models import Hit
 from distdx.lint.source import Parsed
 

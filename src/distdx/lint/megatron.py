@@ -8,7 +8,7 @@ import re
 from functools import lru_cache
 
 
-from distdx.knowledge.yamlio import bundled_yaml
+from distdx.yamlio import bundled_yaml
 from distdx.lint.models import Hit
 
 # --flag spellings Megatron accepts for the same destination

@@ -23,10 +23,8 @@ import dataclasses
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
-import yaml
-
+from distdx.yamlio import bundled_yaml
 from distdx.logs.blocks import stream_key
 from distdx.logs.lines import timestamp_key
 from distdx.logs.models import Block, FirstFailure, LogLine
@@ -51,7 +49,7 @@ class CascadePattern:
 @lru_cache(maxsize=1)
 def cascade_patterns() -> tuple[CascadePattern, ...]:
     """The cascade knowledge (``cascade.yaml``), loaded once."""
-    data = yaml.safe_load(resources.files("distdx.logs").joinpath("cascade.yaml").read_text(encoding="utf-8"))
+    data = bundled_yaml("distdx.logs", "cascade.yaml")
     return tuple(CascadePattern(p["code"], re.compile(p["pattern"]), p["why"]) for p in data["patterns"])
 
 

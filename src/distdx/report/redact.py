@@ -16,7 +16,7 @@ from functools import lru_cache
 from importlib import resources
 
 from distdx.errors import DistdxError
-from distdx.knowledge.yamlio import load_yaml
+from distdx.yamlio import load_yaml
 
 SECRET = "[REDACTED]"
 

@@ -1,4 +1,4 @@
-"""`distdx rules list | show CODE | docs --out DIR | test FILE`: the signature rules of the knowledge base."""
+"""`distdx rules list | areas | show CODE | docs --out DIR | test FILE`: the signature rules of the knowledge base."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     rs = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     ls = rs.add_parser("list", help="one line per rule")
     add_format_option(ls, ("text", "json"))
+    areas = rs.add_parser("areas", help="the areas of the rule codes: subject, file, provenance, rules")
+    add_format_option(areas, ("text", "json"))
     show = rs.add_parser("show", help="one rule's page")
     show.add_argument("code")
     docs = rs.add_parser("docs", help="write the per-rule docs pages")
@@ -38,6 +40,22 @@ def run(args: argparse.Namespace) -> int:
         else:
             emit("\n".join(f"{r.code:<16} {max(r.symptoms, key=r.symptoms.get):<5} {r.title}"
                             + ("" if r.status == "stable" else f" ({r.status})") for r in rules))
+        return 0
+    if args.action == "areas":
+        from distdx.knowledge.rules import rule_areas
+
+        counts: dict[str, int] = {}
+        for r in rules:
+            area = r.code.split("-")[1]
+            counts[area] = counts.get(area, 0) + 1
+        areas = rule_areas().values()
+        if args.format == "json":
+            emit(json.dumps({"areas": [{"area": a.area, "subject": a.subject, "file": a.file,
+                                        "provenance": a.provenance, "rules": counts.get(a.area, 0)} for a in areas]},
+                            indent=2))
+        else:
+            emit("\n".join(f"DX-{a.area:<7} {counts.get(a.area, 0):>3}  {a.file:<30} {a.provenance:<7} {a.subject}"
+                           for a in areas))
         return 0
     if args.action == "show":
         for r in rules:

@@ -351,3 +351,51 @@ def _parse_rule_files(files: list[tuple[str, bytes]], prepare: bool = True) -> t
         for pattern in (*rule.patterns, *rule.requires, *rule.excludes):
             pattern.prepare()
     return tuple(rules)
+
+
+PROVENANCES = ("source", "issues", "lab", "guard", "mixed")
+
+
+@dataclass(frozen=True)
+class RuleArea:
+    """One area of the rule codes (``areas.yaml``): what its rules are about, the one file that
+    holds them, and where they came from."""
+
+    area: str
+    subject: str
+    file: str
+    provenance: str
+
+
+def _area_fail(area: str, what: str) -> DistdxError:
+    return DistdxError(
+        "DX-KB-001",
+        f"invalid area {area or '?'} in areas.yaml: {what}",
+        why="the areas map says where a new rule goes; it is validated so that it cannot drift from the rules",
+        hint="fix src/distdx/knowledge/areas.yaml and run `pytest tests/knowledge`",
+        exit_code=3,
+    )
+
+
+@lru_cache(maxsize=1)
+def rule_areas() -> dict[str, RuleArea]:
+    """The areas of the rule codes, by area name (``DX-<AREA>-NNN``), in file order."""
+    data = load_yaml(resources.files("distdx.knowledge").joinpath("areas.yaml").read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("areas"), dict):
+        raise _area_fail("", "the file is a mapping with `version: 1` and a mapping `areas`")
+    files = {name for name, _ in rule_files()}
+    out: dict[str, RuleArea] = {}
+    for area, spec in data["areas"].items():
+        area = str(area)
+        if not re.fullmatch(r"[A-Z0-9]+", area) or not isinstance(spec, dict):
+            raise _area_fail(area, "an area is upper-case letters and digits, mapped to subject, file and provenance")
+        missing = [k for k in ("subject", "file", "provenance") if not spec.get(k)]
+        if missing:
+            raise _area_fail(area, f"missing {', '.join(missing)}")
+        if spec["file"] not in files:
+            raise _area_fail(area, f"file {spec['file']!r} is not a rule file")
+        if spec["provenance"] not in PROVENANCES:
+            raise _area_fail(area, f"provenance must be one of {PROVENANCES}")
+        out[area] = RuleArea(area, " ".join(str(spec["subject"]).split()), str(spec["file"]), str(spec["provenance"]))
+    return out
+

@@ -8,7 +8,6 @@ import pytest
 
 from distdx.errors import DistdxError
 from distdx.logs import read_logs
-from distdx.logs.inputs import rank_from_path
 
 TB = '[rank3]:Traceback (most recent call last):\n[rank3]:  File "t.py", line 5, in step\n[rank3]:    x.cuda()\n[rank3]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n'
 
@@ -45,12 +44,6 @@ def test_gz_stdin_and_glob(tmp_path):
     assert read_logs(["-"], stdin=io.BytesIO(data)).first_failure.rank == 3
     (tmp_path / "b.log").write_bytes(data)
     assert read_logs([str(tmp_path / "*.log")]).sources == (str(tmp_path / "b.log"),)
-
-
-def test_rank_from_file_names():
-    assert rank_from_path("logs/rank3.log") == (3, None)
-    assert rank_from_path("logs/train.12.log") == (12, None)
-    assert rank_from_path("/tmp/x/run/attempt_0/5/error.json") == (None, 5)
 
 
 def test_invalid_utf8_is_replaced_with_a_note(tmp_path):

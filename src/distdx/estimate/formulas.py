@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 from distdx.estimate.models import ModelShape, Setup
+from distdx.estimate.terms import Bound
 
 FP32 = 4
 
@@ -67,7 +68,7 @@ def optimizer_state_bytes(optimizer: str, shape: ModelShape) -> float:
 def state_bytes(setup: Setup, shape: ModelShape) -> StateBytes:
     s = optimizer_state_bytes(setup.optimizer, shape)
     s = int(s) if float(s).is_integer() else s
-    if setup.dtype == "fp32":
+    if setup.dtype == "fp32" or setup.amp:
         return StateBytes(param=4, grad=4, fp32_grad=0, master=0, optimizer=s)
     return StateBytes(param=2, grad=2, fp32_grad=4 if setup.zero_stage >= 1 else 0, master=4, optimizer=s)
 
@@ -85,12 +86,21 @@ def _local(n: int, setup: Setup) -> int | float:
     return n if mp == 1 else n / mp
 
 
-def model_states(shape: ModelShape, setup: Setup) -> ModelStates:
+AMP_WEIGHT_COPY = 2  # bytes per parameter: the fp16/bf16 copy autocast makes of each weight, saved for backward
+
+
+def model_states(shape: ModelShape, setup: Setup, term: Bound | None = None) -> ModelStates:
     """Model states per GPU and per node (see docs/estimate.md, "Model states").
 
     ``total_gpus`` of DeepSpeed is the group ZeRO shards over (dp x cp); ``num_nodes`` and
     ``num_gpus_per_node`` are the job's. Every GPU-side expression keeps DeepSpeed's order of
-    operations, so that the totals are the same integers."""
+    operations, so that the totals are the same integers.
+
+    Two layouts DeepSpeed's estimators do not cover come on top: torch autocast (``amp``, no ZeRO) keeps fp32
+    weights and gradients (4 + 4) and the 16-bit copies of the weights it made in forward (2, saved for backward:
+    10 bytes per parameter before the optimizer); FSDP/ZeRO-3 with pipeline parallelism keeps the stage's weights
+    and gradients unsharded across micro-batches (``fsdp_pp_unsharded`` bytes per parameter of the stage)."""
+    term = term or Bound()
     b = state_bytes(setup, shape)
     total_params = _local(shape.params, setup)
     largest = _local(shape.largest_layer_params, setup) if setup.tp > 1 else shape.largest_layer_params
@@ -105,6 +115,9 @@ def model_states(shape: ModelShape, setup: Setup) -> ModelStates:
         gpu = {"params": int(b.param * total_params), "gradients": int(b.grad * total_params),
                "master_weights": int(b.master * total_params), "optimizer_states": int(b.optimizer * total_params)}
         gpu["total"] = int((b.param + b.grad + b.master + b.optimizer) * total_params)
+        if setup.amp:
+            gpu["amp_weight_copies"] = int(AMP_WEIGHT_COPY * total_params)
+            gpu["total"] += gpu["amp_weight_copies"]
         cpu = total_params * 4 * gpn * abf
     elif stage in (1, 2):
         replicated_grads = stage == 1
@@ -140,6 +153,9 @@ def model_states(shape: ModelShape, setup: Setup) -> ModelStates:
                    "master_weights": int(b.master * total_params / n),
                    "optimizer_states": int(b.optimizer * total_params / n)}
             gpu["total"] = int(largest_layer_memory + int(b.zero3_partitioned * total_params / n))
+        if setup.pp > 1:
+            gpu["pp_unsharded"] = int(term("fsdp_pp_unsharded") * total_params)
+            gpu["total"] += gpu["pp_unsharded"]
         if offload_opt:
             if setup.zero_init:
                 cpu = shape.params * k * gpus_factor * abf
@@ -159,61 +175,132 @@ def model_states(shape: ModelShape, setup: Setup) -> ModelStates:
     return ModelStates(gpu=gpu, cpu=int(cpu), nvme=nvme)
 
 
-def activation_bytes_per_layer(shape: ModelShape, setup: Setup, checkpointing: str | None = None) -> dict[str, float]:
-    """Activation bytes one transformer layer keeps for the backward pass, per micro-batch
-    (Korthikanti et al. 2022, section 4, in bytes for 16-bit activations):
+GATED_FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
 
-    - no parallelism:                     s*b*h*(34 + 5*a*s/h)
-    - tensor parallel t:                  s*b*h*(10 + 24/t + 5*a*s/(h*t))
-    - tensor + sequence parallel:         s*b*h/t*(34 + 5*a*s/h)
-    - selective recompute (attention core recomputed, or never stored with flash attention):
-      the 5*a*s/h term disappears
-    - full recompute: only the layer's input, 2*s*b*h (/t with sequence parallel)
 
-    Context parallel splits the sequence: s -> s/cp. fp32 activations double the figure."""
+def _layer_elements(shape: ModelShape) -> tuple[float, float, float]:
+    """Values saved per token by one layer with nothing recomputed: (replicated under tensor parallelism
+    without sequence parallelism, split by tensor parallelism, the matmul outputs).
+
+    - GPT-style blocks (gpt2, gpt_neox, opt, a bare --params): Korthikanti et al. 2022, section 4.1, 34 bytes per
+      token and hidden unit in 16 bit = 17h values, of which 5h (layer norms, dropout masks) are replicated
+      across tensor-parallel ranks; the MLP part (12h of it for f = 4h) scales with f.
+    - Llama-style blocks (gated MLP, grouped-query attention, no dropout): the two RMSNorm inputs and outputs (4h,
+      replicated), q and the attention output (2h), k and v (2 kv_heads*head_dim), the gate and up projections,
+      SiLU(gate) and their product (4f).
+    The matmul outputs are what torchtitan's per-op selective checkpointing chooses from."""
+    h, f = shape.hidden, shape.ffn
+    kv = shape.kv_heads * shape.head_dim
+    if shape.model_type and shape.model_type.lower() in GATED_FAMILIES:
+        return 4 * h, 2 * h + 2 * kv + 4 * f, 2 * h + 2 * kv + 2 * f + h
+    return 5 * h, 4 * h + 2 * f, 3 * h + h + f + h
+
+
+def activation_bytes_per_layer(shape: ModelShape, setup: Setup, checkpointing: str | None = None,
+                               term: Bound | None = None) -> dict[str, float]:
+    """Activation bytes one transformer layer keeps for the backward pass, per micro-batch and GPU.
+
+    - none: every saved value (:func:`_layer_elements`), the replicated part split by tensor parallelism only with
+      sequence parallelism; plus, with eager attention, the s x s scores, softmax and dropout mask (5*a*s*s*b
+      bytes / t, Korthikanti et al.), which flash and sdpa kernels never store
+    - selective (Megatron): the attention core is recomputed, so the scores term disappears
+    - selective-op (torchtitan's per-op SAC): the layer input and attention output are kept and every second
+      matmul output; the rest is recomputed
+    - full: only the layer's input, s*b*h values
+
+    Context parallel splits the sequence: s -> s/cp. Values are 2 bytes, 4 in fp32, and between the two under
+    torch autocast (``amp_activation_factor``); ``activation_factor`` covers tensors the counts leave out."""
+    term = term or Bound()
     ckpt = checkpointing or setup.checkpointing
     s = setup.seq_len / setup.cp
     b, h, a, t = setup.micro_batch, shape.hidden, shape.heads, setup.tp
     sp = setup.sequence_parallel or t == 1
-    scale = 2 if setup.dtype == "fp32" else 1
+    value = 4 if (setup.dtype == "fp32" and not setup.amp) else 2
+    scale = value * (term("amp_activation_factor") if setup.amp else 1)
+    tokens = s * b
     if ckpt == "full":
-        stored = 2 * s * b * h / (t if sp else 1)
-        return {"stored": stored * scale, "attention_scores": 0.0}
-    linear = 34 * s * b * h / t if sp else s * b * h * (10 + 24 / t)
-    scores = 0.0 if (ckpt == "selective" or setup.flash_attention) else 5 * a * s * s * b / t
-    return {"stored": linear * scale, "attention_scores": scores * scale}
+        return {"stored": tokens * h / (t if sp else 1) * scale, "attention_scores": 0.0}
+    replicated, split, matmuls = _layer_elements(shape)
+    if ckpt == "selective-op":
+        elements = (2 * h + matmuls / 2) / t
+    else:
+        elements = replicated / (t if sp else 1) + split / t
+    stored = tokens * elements * scale * term("activation_factor")
+    eager = setup.attention == "eager" and ckpt == "none"
+    scores = 5 * a * s * s * b / t * (scale / 2) if eager else 0.0
+    return {"stored": stored, "attention_scores": scores}
 
 
-def activations(shape: ModelShape, setup: Setup) -> dict[str, int]:
-    """Activation memory of the GPU that holds the most: the first pipeline stage under 1F1B, which
-    keeps pp micro-batches of its L/pp layers in flight, i.e. L layers' worth (Korthikanti et al.,
-    section 4.2.3). Full recompute adds the one layer being recomputed. Embedding dropout masks
-    (s*b*h*pp/t) and, without pipeline parallelism, the output layer and loss (4*s*b*h/t*(1 + v/h))."""
-    per_layer = activation_bytes_per_layer(shape, setup)
-    layers = shape.layers
-    out: dict[str, int] = {"per_layer": int(per_layer["stored"] + per_layer["attention_scores"]),
-                           "layers": int(layers * (per_layer["stored"] + per_layer["attention_scores"]))}
-    if setup.checkpointing == "full":
-        live = activation_bytes_per_layer(shape, setup, checkpointing="none")
-        if setup.flash_attention:
-            live["attention_scores"] = 0.0
-        out["recompute_layer"] = int(live["stored"] + live["attention_scores"])
+def loss_bytes(shape: ModelShape, setup: Setup, term: Bound | None = None) -> float:
+    """The output layer's loss at its peak, on the GPU that holds the head: tokens x vocabulary logits, split by
+    tensor parallelism (Megatron's vocab-parallel cross-entropy, torchtitan's loss parallel), times the bytes per
+    logit of the loss implementation (``logit_bytes`` for a plain cross-entropy over upcast logits,
+    ``chunked_loss``, ``fused_loss``); none for a small head (classifiers)."""
+    term = term or Bound()
+    if setup.loss == "none":
+        return 0.0
+    per_logit = term({"full": "logit_bytes", "chunked": "chunked_loss", "fused": "fused_loss"}[setup.loss])
+    return setup.seq_len / setup.cp * setup.micro_batch * shape.vocab / setup.tp * per_logit
+
+
+def activations(shape: ModelShape, setup: Setup, term: Bound | None = None) -> dict[str, int]:
+    """Activation memory of the GPU that holds the most.
+
+    Under 1F1B the first pipeline stage keeps pp micro-batches of its ceil(L/pp) layers in flight (Korthikanti
+    et al., section 4.2.3); the last stage keeps one micro-batch of its layers plus the loss. Without pipeline
+    parallelism that is all L layers plus the loss. Full recompute adds the one layer being recomputed, twice
+    (its saved tensors and their gradients). The
+    embedding output (s*b*h per micro-batch in flight) and the output layer's input (4*s*b*h/t) come on top."""
+    term = term or Bound()
+    per_layer = activation_bytes_per_layer(shape, setup, term=term)
+    one = per_layer["stored"] + per_layer["attention_scores"]
+    stage_layers = math.ceil(shape.layers / setup.pp)
     s = setup.seq_len / setup.cp
     b, h, t = setup.micro_batch, shape.hidden, setup.tp
     sp_div = t if (setup.sequence_parallel or t == 1) else 1
-    out["embedding_output"] = int(s * b * h * setup.pp / sp_div
-                                  + (4 * s * b * h / t * (1 + shape.vocab / h) if setup.pp == 1 else 0))
-    out["total"] = out["layers"] + out.get("recompute_layer", 0) + out["embedding_output"]
+    loss = loss_bytes(shape, setup, term)
+    first = stage_layers * setup.pp * one + s * b * h * setup.pp / sp_div
+    last = stage_layers * one + 4 * s * b * h / t + loss
+    out: dict[str, int] = {"per_layer": int(one)}
+    if setup.pp == 1 or first <= last:
+        out.update(layers=int(stage_layers * one), embedding_output=int(s * b * h / sp_div + 4 * s * b * h / t),
+                   loss=int(loss))
+    else:
+        out.update(layers=int(stage_layers * setup.pp * one), embedding_output=int(s * b * h * setup.pp / sp_div),
+                   loss=0)
+    if setup.checkpointing == "full":
+        # the recomputed layer's saved tensors, and the gradients of as many values while its backward runs
+        live = activation_bytes_per_layer(shape, setup, checkpointing="none", term=term)
+        out["recompute_layer"] = int(2 * (live["stored"] + live["attention_scores"]))
+    out["total"] = out["layers"] + out.get("recompute_layer", 0) + out["embedding_output"] + out["loss"]
     return out
 
 
 WEIGHT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "int4": 0.5}
 
 
+def weight_bytes(shape: ModelShape, setup: Setup) -> dict[str, int]:
+    """Inference weights per GPU. In 16/32 bit: params * bytes / (tp * pp). Quantised (int8, int4 weight-only, as
+    torchao's ``int8_weight_only`` / ``int4_weight_only`` and bitsandbytes do it) the linear layers hold 1 or 0.5
+    byte per weight plus their scales: one 16-bit scale per output row for int8, a 16-bit scale and zero point per
+    ``quant_group`` weights for int4; the embedding (V*h) and the norms stay 16-bit. The LM head is quantised as
+    a linear layer (torchao); bitsandbytes keeps it in 16 bits, a difference of V*h bytes or so."""
+    mp = setup.tp * setup.pp
+    if setup.dtype not in ("int8", "int4"):
+        w = int(shape.params * WEIGHT_BYTES[setup.dtype] / mp)
+        return {"weights": w, "total": w}
+    kept = shape.vocab * shape.hidden + (2 * shape.layers + 1) * shape.hidden
+    linear = max(0, shape.params - kept)
+    scales = 2 / shape.hidden if setup.dtype == "int8" else 4 / setup.quant_group
+    quantised = int(linear * (WEIGHT_BYTES[setup.dtype] + scales) / mp)
+    sixteen = int(kept * 2 / mp)
+    return {"quantised_weights": quantised, "weights_16bit": sixteen, "total": quantised + sixteen}
+
+
 def inference(shape: ModelShape, setup: Setup) -> tuple[dict[str, int], dict[str, int], int]:
     """(weights, activations {kv_cache, workspace}, per-node CPU) per GPU for inference.
 
-    - weights: params * bytes / (tp * pp)
+    - weights: :func:`weight_bytes`
     - KV cache: 2 * layers/pp * kv_heads/tp * head_dim * seq * batch * bytes (K and V; a key/value
       head is replicated when tp exceeds the number of kv heads)
     - workspace: the largest transient of a prefill pass, the larger of one layer's buffers
@@ -224,14 +311,14 @@ def inference(shape: ModelShape, setup: Setup) -> tuple[dict[str, int], dict[str
     kvb = WEIGHT_BYTES[setup.kv_dtype or ("fp32" if setup.dtype == "fp32" else "bf16")]
     act_b = 4 if setup.dtype == "fp32" else 2
     t, s, b = setup.tp, setup.seq_len, setup.micro_batch
-    weights = int(shape.params * wb / (t * setup.pp))
+    weights = weight_bytes(shape, setup)
     kv_per_rank = max(1, math.ceil(shape.kv_heads / t))
     kv = int(2 * math.ceil(shape.layers / setup.pp) * kv_per_rank * shape.head_dim * s * b * kvb)
     layer = b * s * (2 * shape.hidden + 2 * shape.ffn / t) * act_b
-    if not setup.flash_attention:
+    if setup.attention == "eager":
         layer += b * shape.heads / t * s * s * act_b
     logits = b * s * shape.vocab / t * 4
     workspace = int(max(layer, logits))
     cpu = int(shape.params * wb / (t * setup.pp) * setup.gpus_per_node)
-    return ({"weights": weights, "total": weights},
+    return (weights,
             {"kv_cache": kv, "workspace": workspace, "total": kv + workspace}, cpu)

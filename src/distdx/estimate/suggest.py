@@ -85,7 +85,7 @@ def _candidates(shape: ModelShape, setup: Setup, allow_tp: bool, allow_flash: bo
     par = [setup.offload_params] + (["cpu", "nvme"] if train and setup.offload_params == "none" else
                                     ["nvme"] if train and setup.offload_params == "cpu" else [])
     ckpt = CHECKPOINTING[CHECKPOINTING.index(setup.checkpointing):] if train else (setup.checkpointing,)
-    flash = (setup.flash_attention, True) if allow_flash and not setup.flash_attention else (setup.flash_attention,)
+    flash = (setup.attention, "flash") if allow_flash and setup.attention == "eager" else (setup.attention,)
     micro = _halvings(setup.micro_batch)
     tps = [setup.tp]
     if allow_tp:
@@ -96,7 +96,7 @@ def _candidates(shape: ModelShape, setup: Setup, allow_tp: bool, allow_flash: bo
     for stage, o, p, c, f, mb, tp in itertools.product(stages, opt, par, ckpt, flash, micro, tps):
         dp = setup.world_size // (tp * setup.pp * setup.cp)
         yield setup.with_changes(zero_stage=stage, offload_optimizer=o, offload_params=p, checkpointing=c,
-                                 flash_attention=f, micro_batch=mb, tp=tp, dp=dp)
+                                 attention=f, micro_batch=mb, tp=tp, dp=dp)
 
 
 def describe(before: Setup, after: Setup, costs: CostModel | None = None) -> tuple[tuple[str, ...], float, tuple[str, ...]]:
@@ -184,7 +184,7 @@ def suggest(shape: ModelShape, setup: Setup, gpu_memory: int, *, cpu_memory: int
     return tuple(chosen)
 
 
-_SEARCHED = ("zero_stage", "offload_optimizer", "offload_params", "checkpointing", "flash_attention", "micro_batch", "tp")
+_SEARCHED = ("zero_stage", "offload_optimizer", "offload_params", "checkpointing", "attention", "micro_batch", "tp")
 
 
 def _changed(before: Setup, after: Setup) -> frozenset[str]:

@@ -1,6 +1,7 @@
 """`distdx estimate` against published per-GPU memory measurements, beside DeepSpeed's and accelerate's estimators.
 
-Run: ``python benchmarks/bench_estimate.py [--markdown] [--set tune|report|all]``. For every point of
+Run: ``python benchmarks/bench_estimate.py [--markdown] [--set tune|report|all]`` (``--write-backing`` re-derives
+terms.yaml's ``backed_by`` lists after the measurements or the terms change). For every point of
 ``benchmarks/estimate_measurements.yaml`` it prints measured / estimated for
 
 - distdx: the figure of the kind the source measured (``reserved`` and ``allocated`` readings are compared with
@@ -18,6 +19,7 @@ then, per split (``tune``: the points constants were tuned on; ``report``: the p
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 from dataclasses import dataclass
@@ -27,9 +29,11 @@ import yaml
 
 from distdx.estimate import Setup, estimate, parse_bytes, resolve_parallel, shape_from_config, shape_from_params
 from distdx.estimate.models import ModelShape
+from distdx.estimate.plan import figures_and_terms
 
 ROOT = Path(__file__).resolve().parent
 MEASUREMENTS = ROOT / "estimate_measurements.yaml"
+TERMS = ROOT.parent / "src" / "distdx" / "estimate" / "terms.yaml"
 CONFIGS = ROOT / "estimate_configs"
 LOW = 0.85
 
@@ -64,6 +68,47 @@ def load(path: Path = MEASUREMENTS) -> list[Point]:
         points.append(Point(p["id"], p["split"], p["kind"], parse_bytes(p["measured"], "measured"), shape, setup,
                             p["row"], p["source"]))
     return points
+
+
+# the terms outside PyTorch's allocator show only in nvidia-smi readings; the allocator reserve not in allocated ones
+_SEEN_BY = {"cuda_context": ("nvidia-smi",), "nccl_buffers": ("nvidia-smi",),
+            "allocator_reserve": ("nvidia-smi", "reserved")}
+
+
+def backing(points: list[Point]) -> dict[str, list[str]]:
+    """term -> ids of the tune points whose layout uses it in the figure they measured (terms.yaml's backed_by)."""
+    out: dict[str, list[str]] = {}
+    for p in points:
+        if p.split != "tune":
+            continue
+        _, used = figures_and_terms(p.shape, p.setup)
+        for name in sorted(used):
+            if p.kind in _SEEN_BY.get(name, (p.kind,)):
+                out.setdefault(name, []).append(p.id)
+    return out
+
+
+def write_backing(points: list[Point], path: Path = TERMS) -> None:
+    """Rewrite every ``backed_by`` list of terms.yaml from :func:`backing` (the rest of the file is kept)."""
+    back = backing(points)
+    out: list[str] = []
+    term = None
+    skipping = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if skipping and line.startswith("      - "):
+            continue
+        skipping = False
+        m = re.match(r"^  (\w+):$", line)
+        if m:
+            term = m.group(1)
+        if line.startswith("    backed_by:"):
+            ids = back.get(term or "", [])
+            out.append("    backed_by:" + ("" if ids else " []"))
+            out += [f"      - {i}" for i in ids]
+            skipping = True
+            continue
+        out.append(line)
+    path.write_text("\n".join(out) + "\n", encoding="utf-8")
 
 
 def distdx_figure(point: Point) -> tuple[int, int, int, tuple[str, ...]]:
@@ -114,7 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", choices=("tune", "report", "all"), default="all")
     parser.add_argument("--markdown", action="store_true", help="a Markdown table (for the README)")
+    parser.add_argument("--write-backing", action="store_true",
+                        help="rewrite terms.yaml's backed_by lists from the tune points' layouts, then exit")
     args = parser.parse_args(argv)
+    if args.write_backing:
+        write_backing(load())
+        return 0
     points = [p for p in load() if args.set in ("all", p.split)]
     rows = []
     ratios: dict[str, dict[str, list[float]]] = {}

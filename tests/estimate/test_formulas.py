@@ -240,3 +240,42 @@ def test_inference_weight_dtypes_and_workspace() -> None:
     assert no_flash["workspace"] == b * s * (2 * 4096 + 2 * 11008) * 2 + 32 * s * s * 2
     _, kv8, _ = inference(llama, Setup(mode="infer", seq_len=4096, kv_dtype="int8"))
     assert kv8["kv_cache"] == 2**30
+
+
+# --- mixture of experts -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,total", [("mixtral-8x7b", 46_702_792_704), ("qwen3-30b-a3b", 30_532_122_624),
+                                        ("deepseek-v3", 671_026_419_200)])
+def test_moe_configs_count_the_published_parameters(name: str, total: int) -> None:
+    s = shape_from_config(CONFIGS / f"{name}.json")
+    assert s.params == total
+    assert 0 < s.expert_params < s.params and s.moe_layers > 0
+
+
+def test_qwen_moe_counts_its_shared_expert() -> None:
+    s = shape_from_config(CONFIGS / "qwen1.5-moe-a2.7b.json")
+    assert round(s.params / 1e9, 1) == 14.3 and s.shared_ffn == 5632
+
+
+def test_expert_parallelism_splits_what_a_rank_holds_whole_not_the_zero_partition() -> None:
+    mixtral = shape_from_config(CONFIGS / "mixtral-8x7b.json")
+    dense = mixtral.params - mixtral.expert_params
+    base = dict(gpus_per_node=8, dp=8)
+    z0 = model_states(mixtral, Setup(**base, ep=8)).gpu
+    assert z0["params"] == int(2 * (dense + mixtral.expert_params / 8))
+    z3, z3_ep = (model_states(mixtral, Setup(**base, zero_stage=3, ep=ep)).gpu for ep in (1, 8))
+    assert z3["total"] == z3_ep["total"]
+
+
+def test_moe_layers_keep_each_tokens_experts() -> None:
+    mixtral = shape_from_config(CONFIGS / "mixtral-8x7b.json")
+    setup = Setup(seq_len=4096)
+    moe = activation_bytes_per_layer(mixtral, setup)["stored"]
+    as_dense = activation_bytes_per_layer(ModelShape(**{**mixtral.__dict__, "moe_layers": 0}), setup)["stored"]
+    assert moe > as_dense  # two experts of 14336 and the dispatch buffers, against one dense MLP
+
+
+def test_keeping_gathered_weights_adds_the_16_bit_weights() -> None:
+    s = shape()
+    kept = model_states(s, Setup(gpus_per_node=8, dp=8, zero_stage=3, reshard_after_forward=False)).gpu
+    assert kept["unsharded_weights"] == 2 * PSI

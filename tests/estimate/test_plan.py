@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from distdx.errors import DistdxError
@@ -93,3 +95,12 @@ def test_each_rule_trips(rule, changes, words) -> None:
 def test_inference_ignores_training_only_rules() -> None:
     assert problem(SHAPE, Setup(mode="infer", dtype="int4", zero_stage=0, offload_params="cpu", pp=2,
                                 gpus_per_node=2)) is None
+
+
+def test_expert_parallel_rules() -> None:
+    from distdx.estimate import shape_from_config
+
+    mixtral = shape_from_config(Path(__file__).parent / "configs" / "mixtral-8x7b.json")
+    assert problem(SHAPE, Setup(gpus_per_node=8, dp=8, ep=2)).code == "DX-ESTIMATE-005"
+    assert "does not divide the 8 experts" in problem(mixtral, Setup(gpus_per_node=8, dp=8, ep=16)).message
+    assert problem(mixtral, Setup(gpus_per_node=8, dp=8, ep=8)) is None

@@ -59,11 +59,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     opts.add_argument("--amp", action="store_true",
                      help="torch autocast: fp32 weights and gradients with 16-bit copies (no ZeRO)")
     opts.add_argument("--quant-group", type=_int, default=128, metavar="N", help="int4 group size (default 128)")
+    opts.add_argument("--no-reshard-after-forward", dest="reshard_after_forward", action="store_false",
+                     help="ZeRO-3/FSDP keeps the gathered weights from forward to backward (FSDP "
+                          "reshard_after_forward=False)")
     opts.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs --tp > 1)")
     par = p.add_argument_group("parallelism (dp = world size / (tp x pp x cp))")
     for flag in ("--tp", "--pp", "--cp"):
         par.add_argument(flag, type=_int, default=1, metavar="N")
     par.add_argument("--dp", type=_int, metavar="N", help="data parallel size (default: derived)")
+    par.add_argument("--ep", type=_int, default=1, metavar="N",
+                     help="expert parallel size, carved out of dp x cp (mixture-of-experts configs)")
     par.add_argument("--world-size", type=_int, metavar="N")
     par.add_argument("--gpus-per-node", type=_int, metavar="N")
     par.add_argument("--nodes", type=_int, metavar="N")
@@ -107,7 +112,8 @@ def _build(args: argparse.Namespace):  # type: ignore[no-untyped-def]
                   gpus_per_node=layout["gpus_per_node"], nodes=layout["nodes"], micro_batch=args.micro_batch,
                   seq_len=args.seq_len, checkpointing=args.checkpointing, attention=args.attention,
                   sequence_parallel=args.sequence_parallel, buffer_factor=args.buffer_factor, kv_dtype=args.kv_dtype,
-                  loss=args.loss, amp=args.amp, quant_group=args.quant_group)
+                  loss=args.loss, amp=args.amp, quant_group=args.quant_group, ep=args.ep,
+                  reshard_after_forward=args.reshard_after_forward)
     gpu_memory, source = None, None
     if args.gpu_memory:
         gpu_memory, source = parse_bytes(args.gpu_memory), "stated"

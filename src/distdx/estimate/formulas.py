@@ -86,6 +86,15 @@ def _local(n: int, setup: Setup) -> int | float:
     return n if mp == 1 else n / mp
 
 
+def _replicated(shape: ModelShape, setup: Setup) -> int | float:
+    """Parameters a rank holds whole (not ZeRO-partitioned): its model-parallel share, with the routed experts
+    further split over the expert-parallel group. ZeRO partitions (over dp x cp for the rest, over dp x cp / ep
+    for experts) come to the same params / (tp * pp * dp * cp) per GPU with or without expert parallelism."""
+    if setup.ep == 1:
+        return _local(shape.params, setup)
+    return _local(shape.params - shape.expert_params, setup) + shape.expert_params / (setup.ep * setup.tp * setup.pp)
+
+
 AMP_WEIGHT_COPY = 2  # bytes per parameter: the fp16/bf16 copy autocast makes of each weight, saved for backward
 
 
@@ -99,10 +108,14 @@ def model_states(shape: ModelShape, setup: Setup, term: Bound | None = None) -> 
     Two layouts DeepSpeed's estimators do not cover come on top: torch autocast (``amp``, no ZeRO) keeps fp32
     weights and gradients (4 + 4) and the 16-bit copies of the weights it made in forward (2, saved for backward:
     10 bytes per parameter before the optimizer); FSDP/ZeRO-3 with pipeline parallelism keeps the stage's weights
-    and gradients unsharded across micro-batches (``fsdp_pp_unsharded`` bytes per parameter of the stage)."""
+    and gradients unsharded across micro-batches (``fsdp_pp_unsharded`` bytes per parameter of the stage), as it
+    keeps its gathered weights (not the gradients) without pipeline parallelism when told not to reshard after
+    forward. With expert parallelism a rank
+    holds whole only its share of the routed experts (:func:`_replicated`)."""
     term = term or Bound()
     b = state_bytes(setup, shape)
     total_params = _local(shape.params, setup)
+    whole = _replicated(shape, setup)
     largest = _local(shape.largest_layer_params, setup) if setup.tp > 1 else shape.largest_layer_params
     n = setup.shard
     gpn, nodes, abf = setup.gpus_per_node, setup.nodes, setup.buffer_factor
@@ -112,29 +125,29 @@ def model_states(shape: ModelShape, setup: Setup, term: Bound | None = None) -> 
     stage = setup.zero_stage
     gpu: dict[str, int]
     if stage == 0:
-        gpu = {"params": int(b.param * total_params), "gradients": int(b.grad * total_params),
-               "master_weights": int(b.master * total_params), "optimizer_states": int(b.optimizer * total_params)}
-        gpu["total"] = int((b.param + b.grad + b.master + b.optimizer) * total_params)
+        gpu = {"params": int(b.param * whole), "gradients": int(b.grad * whole),
+               "master_weights": int(b.master * whole), "optimizer_states": int(b.optimizer * whole)}
+        gpu["total"] = int((b.param + b.grad + b.master + b.optimizer) * whole)
         if setup.amp:
-            gpu["amp_weight_copies"] = int(AMP_WEIGHT_COPY * total_params)
+            gpu["amp_weight_copies"] = int(AMP_WEIGHT_COPY * whole)
             gpu["total"] += gpu["amp_weight_copies"]
         cpu = total_params * 4 * gpn * abf
     elif stage in (1, 2):
         replicated_grads = stage == 1
         if offload_opt:
-            gpu = {"params": int(b.param * total_params)}
+            gpu = {"params": int(b.param * whole)}
             if replicated_grads:
-                gpu["gradients"] = int(b.grad * total_params)
+                gpu["gradients"] = int(b.grad * whole)
             gpu["total"] = sum(gpu.values())
             cpu = total_params * max(4 * n, b.offloaded) * abf
         else:
             k = b.partitioned - (b.grad if replicated_grads else 0)
-            gpu = {"params": int(b.param * total_params),
-                   "gradients": int(b.grad * total_params) if replicated_grads else int(b.grad * total_params / n),
+            gpu = {"params": int(b.param * whole),
+                   "gradients": int(b.grad * whole) if replicated_grads else int(b.grad * total_params / n),
                    "fp32_gradients": int(b.fp32_grad * total_params / n),
                    "master_weights": int(b.master * total_params / n),
                    "optimizer_states": int(b.optimizer * total_params / n)}
-            fixed = b.param * total_params + (b.grad * total_params if replicated_grads else 0)
+            fixed = b.param * whole + (b.grad * whole if replicated_grads else 0)
             gpu["total"] = int(fixed + int(k * total_params / n))
             cpu = total_params * 4 * gpn * abf
     else:
@@ -154,8 +167,12 @@ def model_states(shape: ModelShape, setup: Setup, term: Bound | None = None) -> 
                    "optimizer_states": int(b.optimizer * total_params / n)}
             gpu["total"] = int(largest_layer_memory + int(b.zero3_partitioned * total_params / n))
         if setup.pp > 1:
-            gpu["pp_unsharded"] = int(term("fsdp_pp_unsharded") * total_params)
+            gpu["pp_unsharded"] = int(term("fsdp_pp_unsharded") * whole)
             gpu["total"] += gpu["pp_unsharded"]
+        elif not setup.reshard_after_forward:
+            # gradients are still reduce-scattered every backward; only the gathered 16-bit weights stay
+            gpu["unsharded_weights"] = int(b.param * whole)
+            gpu["total"] += gpu["unsharded_weights"]
         if offload_opt:
             if setup.zero_init:
                 cpu = shape.params * k * gpus_factor * abf
@@ -175,25 +192,41 @@ def model_states(shape: ModelShape, setup: Setup, term: Bound | None = None) -> 
     return ModelStates(gpu=gpu, cpu=int(cpu), nvme=nvme)
 
 
-GATED_FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
+GATED_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3")
 
 
-def _layer_elements(shape: ModelShape) -> tuple[float, float, float]:
-    """Values saved per token by one layer with nothing recomputed: (replicated under tensor parallelism
-    without sequence parallelism, split by tensor parallelism, the matmul outputs).
+def _layer_elements(shape: ModelShape, term: Bound) -> tuple[float, float, float]:
+    """Values saved per token by one (average) layer with nothing recomputed: (replicated under tensor
+    parallelism without sequence parallelism, split by tensor parallelism, the matmul outputs).
 
     - GPT-style blocks (gpt2, gpt_neox, opt, a bare --params): Korthikanti et al. 2022, section 4.1, 34 bytes per
       token and hidden unit in 16 bit = 17h values, of which 5h (layer norms, dropout masks) are replicated
       across tensor-parallel ranks; the MLP part (12h of it for f = 4h) scales with f.
     - Llama-style blocks (gated MLP, grouped-query attention, no dropout): the two RMSNorm inputs and outputs (4h,
-      replicated), q and the attention output (2h), k and v (2 kv_heads*head_dim), the gate and up projections,
-      SiLU(gate) and their product (4f).
+      replicated), q and the attention output (heads*head_dim each; v_head_dim for DeepSeek's latent attention),
+      k and v (kv_heads*head_dim each), and for a dense MLP the gate and up projections, SiLU(gate) and their
+      product (4f).
+    - Mixture-of-experts layers: each token's experts_per_token routed experts keep 4*expert_ffn values each (times
+      ``expert_imbalance``: the busiest expert-parallel rank gets more than its share of tokens), shared experts
+      4*shared_ffn, and the token dispatch keeps the permuted inputs and outputs (2*experts_per_token*h).
     The matmul outputs are what torchtitan's per-op selective checkpointing chooses from."""
     h, f = shape.hidden, shape.ffn
-    kv = shape.kv_heads * shape.head_dim
-    if shape.model_type and shape.model_type.lower() in GATED_FAMILIES:
-        return 4 * h, 2 * h + 2 * kv + 4 * f, 2 * h + 2 * kv + 2 * f + h
-    return 5 * h, 4 * h + 2 * f, 3 * h + h + f + h
+    if not (shape.model_type and shape.model_type.lower() in GATED_FAMILIES):
+        return 5 * h, 4 * h + 2 * f, 3 * h + h + f + h
+    q = shape.heads * shape.head_dim
+    out = shape.heads * (shape.v_head_dim or shape.head_dim)
+    kv = shape.kv_heads * (shape.head_dim + (shape.v_head_dim or shape.head_dim))
+    attention, attention_mm = q + out + kv, q + kv + h
+    dense, dense_mm = 4 * f, 2 * f + h
+    if not shape.moe_layers:
+        return 4 * h, attention + dense, attention_mm + dense_mm
+    k, ef = shape.experts_per_token, shape.expert_ffn
+    routed = k * 4 * ef * term("expert_imbalance")
+    moe = routed + 4 * shape.shared_ffn + 2 * k * h
+    moe_mm = k * (2 * ef + h) * term("expert_imbalance") + 2 * shape.shared_ffn + (h if shape.shared_ffn else 0)
+    share = shape.moe_layers / shape.layers
+    return (4 * h, attention + share * moe + (1 - share) * dense,
+            attention_mm + share * moe_mm + (1 - share) * dense_mm)
 
 
 def activation_bytes_per_layer(shape: ModelShape, setup: Setup, checkpointing: str | None = None,
@@ -220,7 +253,7 @@ def activation_bytes_per_layer(shape: ModelShape, setup: Setup, checkpointing: s
     tokens = s * b
     if ckpt == "full":
         return {"stored": tokens * h / (t if sp else 1) * scale, "attention_scores": 0.0}
-    replicated, split, matmuls = _layer_elements(shape)
+    replicated, split, matmuls = _layer_elements(shape, term)
     if ckpt == "selective-op":
         elements = (2 * h + matmuls / 2) / t
     else:

@@ -43,6 +43,16 @@ class ModelShape:
     model_type: str | None = None
     fields_used: Mapping[str, object] = field(default_factory=dict)
     assumed: tuple[str, ...] = ()
+    # mixture of experts (0 for dense models): routed experts per MoE layer, experts each token goes to, the
+    # routed expert's MLP width, the shared experts' total MLP width, how many layers are MoE, the parameters
+    # of all routed experts (what expert parallelism splits)
+    experts: int = 0
+    experts_per_token: int = 0
+    expert_ffn: int = 0
+    shared_ffn: int = 0
+    moe_layers: int = 0
+    expert_params: int = 0
+    v_head_dim: int | None = None  # multi-head latent attention (DeepSeek): values are narrower than q/k heads
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -67,6 +77,7 @@ class Setup:
     pp: int = 1
     cp: int = 1
     dp: int = 1
+    ep: int = 1  # expert parallel: routed experts split over ep ranks taken from the dp x cp group
     gpus_per_node: int = 1
     nodes: int = 1
     micro_batch: int = 1
@@ -79,6 +90,7 @@ class Setup:
     loss: str = "full"  # full | chunked | fused cross-entropy over the vocabulary; none: a small head (classifier)
     amp: bool = False  # torch autocast: fp32 weights and gradients, 16-bit weight copies (fp16/bf16 only)
     quant_group: int = 128  # inference int4: values per scale/zero-point group
+    reshard_after_forward: bool = True  # ZeRO-3/FSDP: False keeps gathered weights between forward and backward
 
     @property
     def flash_attention(self) -> bool:

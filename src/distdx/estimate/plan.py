@@ -144,6 +144,18 @@ def problem(shape: ModelShape, setup: Setup) -> DistdxError | None:
                        "DeepSpeed's PipelineEngine asserts: ZeRO-2 is incompatible with pipeline parallelism (stage 3 "
                        "is estimated as FSDP with pipeline parallelism, torchtitan's 3D/4D layouts)",
                        "use --zero 1 or --zero 3 with --pp, or drop pipeline parallelism")
+    if setup.ep > 1:
+        if not shape.experts:
+            return err(f"--ep {setup.ep} for a dense model", "expert parallelism splits the routed experts of a "
+                       "mixture-of-experts model; this model has none", "drop --ep")
+        if shape.experts % setup.ep or setup.shard % setup.ep:
+            return DistdxError("DX-ESTIMATE-004", f"--ep {setup.ep} does not divide the {shape.experts} experts and "
+                               f"the dp x cp = {setup.shard} ranks", why="expert parallelism gives each rank a whole "
+                               "number of experts and is carved out of the data (and context) parallel ranks",
+                               hint="use an expert-parallel size that divides both")
+    if not setup.reshard_after_forward and setup.zero_stage != 3:
+        return err("--no-reshard-after-forward needs ZeRO stage 3 (FSDP)", "only ZeRO-3/FSDP gathers the weights "
+                   "layer by layer", "add --zero 3, or drop --no-reshard-after-forward")
     if setup.sequence_parallel and setup.tp == 1:
         return err("--sequence-parallel with --tp 1", "Megatron's sequence parallelism splits the tensor-parallel "
                    "group's LayerNorm and dropout work; without tensor parallelism there is nothing to split",
@@ -160,6 +172,9 @@ def problem(shape: ModelShape, setup: Setup) -> DistdxError | None:
         return DistdxError("DX-ESTIMATE-004", f"--cp {setup.cp} does not divide --seq-len {setup.seq_len}",
                            why="context parallelism gives each rank an equal slice of the sequence",
                            hint="use a sequence length that is a multiple of the context-parallel size")
+    if setup.ep < 1:
+        return DistdxError("DX-ESTIMATE-004", f"--ep {setup.ep}", why="parallel sizes are at least 1",
+                           hint="give --ep the job's expert-parallel size")
     if setup.tp * setup.pp * setup.cp * setup.dp != setup.world_size:
         return DistdxError("DX-ESTIMATE-004", f"tp {setup.tp} x pp {setup.pp} x cp {setup.cp} x dp {setup.dp} is "
                            f"not the world size {setup.world_size}", why="every GPU belongs to one of each group",
@@ -185,7 +200,10 @@ def _allocated(shape: ModelShape, setup: Setup, term: Bound) -> tuple[dict, dict
 def _runtime(allocated: int, setup: Setup, term: Bound) -> dict[str, int]:
     """What a GPU holds beyond the allocated peak: the caching allocator's reserve (in PyTorch's reserved
     figure), the CUDA context and NCCL's buffers (outside PyTorch's allocator, in what nvidia-smi shows)."""
-    out = {"allocator_reserve": int(allocated * term("allocator_reserve")), "cuda_context": int(term("cuda_context"))}
+    reserve = allocated * term("allocator_reserve")
+    if setup.mode == "infer" and setup.dtype in ("int8", "int4"):
+        reserve += term("quantised_load_reserve")
+    out = {"allocator_reserve": int(reserve), "cuda_context": int(term("cuda_context"))}
     if setup.world_size > 1:
         out["nccl_buffers"] = int(term("nccl_buffers"))
     return out

@@ -11,7 +11,8 @@ _LABELS = {
     "per_layer": "per layer", "layers": "all layers in flight", "recompute_layer": "layer being recomputed",
     "embedding_output": "embedding + output layer", "kv_cache": "KV cache", "workspace": "workspace",
     "loss": "loss over the vocabulary", "amp_weight_copies": "16-bit weight copies (autocast)",
-    "pp_unsharded": "unsharded stage weights + gradients (FSDP + PP)", "quantised_weights": "quantised weights",
+    "pp_unsharded": "unsharded stage weights + gradients (FSDP + PP)",
+    "unsharded_weights": "gathered weights kept (no reshard after forward)", "quantised_weights": "quantised weights",
     "weights_16bit": "16-bit weights (embedding, norms)", "allocator_reserve": "allocator reserve",
     "cuda_context": "CUDA context", "nccl_buffers": "NCCL buffers",
 }
@@ -31,7 +32,8 @@ def _setup_line(s: Setup) -> str:
     if s.offload_params != "none":
         offload.append(f"weights->{s.offload_params}")
     return (f"training, {s.dtype}{' mixed precision' if s.dtype != 'fp32' else ''}, {s.optimizer}, ZeRO {s.zero_stage}"
-            f"{', offload ' + ' '.join(offload) if offload else ''}, tp {s.tp} pp {s.pp} cp {s.cp} dp {s.dp} "
+            f"{', offload ' + ' '.join(offload) if offload else ''}, tp {s.tp} pp {s.pp} cp {s.cp} dp {s.dp}"
+            f"{f' ep {s.ep}' if s.ep > 1 else ''} "
             f"({s.gpus_per_node} GPU(s)/node x {s.nodes} node(s)), micro batch {s.micro_batch}, seq {s.seq_len}, "
             f"checkpointing {s.checkpointing}, attention {s.attention}, loss {s.loss}{', amp' if s.amp else ''}"
             f"{', sequence parallel' if s.sequence_parallel else ''}")
@@ -74,9 +76,11 @@ def _verdict(e: Estimate) -> str:
 def _model_line(e: Estimate) -> str:
     m = e.model
     fields = ", ".join(f"{k}={v}" for k, v in m.fields_used.items())
+    moe = (f", {m.experts} experts (top {m.experts_per_token}, {m.expert_params / 1e9:.1f} B in experts)"
+           if m.experts else "")
     return (f"{m.params:,} parameters ({m.params / 1e9:.2f} B) from {m.source}; layers {m.layers}, hidden {m.hidden}, "
             f"heads {m.heads} (kv {m.kv_heads}), ffn {m.ffn}, vocab {m.vocab}, largest layer "
-            f"{m.largest_layer_params:,}\n  fields used: {fields}")
+            f"{m.largest_layer_params:,}{moe}\n  fields used: {fields}")
 
 
 def render_text(e: Estimate) -> str:

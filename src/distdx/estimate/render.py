@@ -112,9 +112,11 @@ def render_markdown(e: Estimate) -> str:
               for name, value in _rows(e.figures, e.setup.mode)]
     lines += ["", f"**{_verdict(e)}**"]
     if e.suggestions:
-        lines += ["", "| # | changes | assumed cost | GiB per GPU | CPU GiB per node |", "|---|---|---:|---:|---:|"]
+        lines += ["", "| # | changes | assumed cost | GiB per GPU | range | CPU GiB per node |",
+                  "|---|---|---:|---:|---:|---:|"]
         lines += [f"| {i} | {'; '.join(s.changes)} | +{s.cost:.0%} | {_g(s.figures.per_gpu)} | "
-                  f"{_g(s.figures.per_node_cpu)} |" for i, s in enumerate(e.suggestions, 1)]
+                  f"{_g(s.figures.low('total'))}-{_g(s.figures.high('total'))} | {_g(s.figures.per_node_cpu)} |"
+                  for i, s in enumerate(e.suggestions, 1)]
     lines += [f"\n> {note}" for note in e.notes]
     lines += [f"\n> **warning**: {warning}" for warning in e.warnings]
     return "\n".join(lines)

@@ -192,6 +192,9 @@ def model_states(shape: ModelShape, setup: Setup, term: Bound | None = None) -> 
     return ModelStates(gpu=gpu, cpu=int(cpu), nvme=nvme)
 
 
+# Eager attention keeps per score the softmax output (2), the dropout mask (1) and the dropout output (2):
+# Korthikanti's 5 bytes. Autocast runs softmax, and so the dropout after it, in fp32: 4 + 1 + 4.
+AMP_SCORE_BYTES = 9
 GATED_FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3")
 
 
@@ -242,7 +245,8 @@ def activation_bytes_per_layer(shape: ModelShape, setup: Setup, checkpointing: s
     - full: only the layer's input, s*b*h values
 
     Context parallel splits the sequence: s -> s/cp. Values are 2 bytes, 4 in fp32, and between the two under
-    torch autocast (``amp_activation_factor``); ``activation_factor`` covers tensors the counts leave out."""
+    torch autocast, where layer-norm outputs and the residual stream stay fp32 (``amp_activation_factor``: 42 of
+    Korthikanti's 34 bytes per token and hidden unit); ``activation_factor`` covers tensors the counts leave out."""
     term = term or Bound()
     ckpt = checkpointing or setup.checkpointing
     s = setup.seq_len / setup.cp
@@ -260,7 +264,8 @@ def activation_bytes_per_layer(shape: ModelShape, setup: Setup, checkpointing: s
         elements = replicated / (t if sp else 1) + split / t
     stored = tokens * elements * scale * term("activation_factor")
     eager = setup.attention == "eager" and ckpt == "none"
-    scores = 5 * a * s * s * b / t * (scale / 2) if eager else 0.0
+    per_score = AMP_SCORE_BYTES if setup.amp else 5 * value / 2
+    scores = per_score * a * s * s * b / t if eager else 0.0
     return {"stored": stored, "attention_scores": scores}
 
 

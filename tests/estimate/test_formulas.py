@@ -279,3 +279,11 @@ def test_keeping_gathered_weights_adds_the_16_bit_weights() -> None:
     s = shape()
     kept = model_states(s, Setup(gpus_per_node=8, dp=8, zero_stage=3, reshard_after_forward=False)).gpu
     assert kept["unsharded_weights"] == 2 * PSI
+
+
+def test_expert_parallel_inference_holds_a_share_of_the_experts() -> None:
+    mixtral = shape_from_config(CONFIGS / "mixtral-8x7b.json")
+    whole, _, _ = inference(mixtral, Setup(mode="infer"))
+    split, _, _ = inference(mixtral, Setup(mode="infer", gpus_per_node=8, dp=8, ep=8))
+    assert split["total"] == int(2 * (mixtral.params - mixtral.expert_params + mixtral.expert_params / 8))
+    assert whole["total"] == 2 * mixtral.params

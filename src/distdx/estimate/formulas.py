@@ -110,8 +110,8 @@ def model_states(shape: ModelShape, setup: Setup, term: Bound | None = None) -> 
     10 bytes per parameter before the optimizer); FSDP/ZeRO-3 with pipeline parallelism keeps the stage's weights
     and gradients unsharded across micro-batches (``fsdp_pp_unsharded`` bytes per parameter of the stage), as it
     keeps its gathered weights (not the gradients) without pipeline parallelism when told not to reshard after
-    forward. With expert parallelism a rank
-    holds whole only its share of the routed experts (:func:`_replicated`)."""
+    forward. With expert parallelism a rank holds whole only its share of the routed experts
+    (:func:`_replicated`)."""
     term = term or Bound()
     b = state_bytes(setup, shape)
     total_params = _local(shape.params, setup)
@@ -287,8 +287,8 @@ def activations(shape: ModelShape, setup: Setup, term: Bound | None = None) -> d
     Under 1F1B the first pipeline stage keeps pp micro-batches of its ceil(L/pp) layers in flight (Korthikanti
     et al., section 4.2.3); the last stage keeps one micro-batch of its layers plus the loss. Without pipeline
     parallelism that is all L layers plus the loss. Full recompute adds the one layer being recomputed, twice
-    (its saved tensors and their gradients). The
-    embedding output (s*b*h per micro-batch in flight) and the output layer's input (4*s*b*h/t) come on top."""
+    (its saved tensors and their gradients). The embedding output (s*b*h per micro-batch in flight) and the
+    output layer's input (4*s*b*h/t) come on top."""
     term = term or Bound()
     per_layer = activation_bytes_per_layer(shape, setup, term=term)
     one = per_layer["stored"] + per_layer["attention_scores"]
@@ -322,16 +322,17 @@ def weight_bytes(shape: ModelShape, setup: Setup) -> dict[str, int]:
     torchao's ``int8_weight_only`` / ``int4_weight_only`` and bitsandbytes do it) the linear layers hold 1 or 0.5
     byte per weight plus their scales: one 16-bit scale per output row for int8, a 16-bit scale and zero point per
     ``quant_group`` weights for int4; the embedding (V*h) and the norms stay 16-bit. The LM head is quantised as
-    a linear layer (torchao); bitsandbytes keeps it in 16 bits, a difference of V*h bytes or so."""
+    a linear layer (torchao); bitsandbytes keeps it in 16 bits, a difference of V*h bytes or so. With expert
+    parallelism each rank holds its share of the routed experts."""
     mp = setup.tp * setup.pp
+    held = _replicated(shape, setup)  # params / (tp * pp), with the routed experts split over ep
     if setup.dtype not in ("int8", "int4"):
-        w = int(shape.params * WEIGHT_BYTES[setup.dtype] / mp)
+        w = int(held * WEIGHT_BYTES[setup.dtype])
         return {"weights": w, "total": w}
-    kept = shape.vocab * shape.hidden + (2 * shape.layers + 1) * shape.hidden
-    linear = max(0, shape.params - kept)
+    kept = (shape.vocab * shape.hidden + (2 * shape.layers + 1) * shape.hidden) / mp
     scales = 2 / shape.hidden if setup.dtype == "int8" else 4 / setup.quant_group
-    quantised = int(linear * (WEIGHT_BYTES[setup.dtype] + scales) / mp)
-    sixteen = int(kept * 2 / mp)
+    quantised = int(max(0.0, held - kept) * (WEIGHT_BYTES[setup.dtype] + scales))
+    sixteen = int(kept * 2)
     return {"quantised_weights": quantised, "weights_16bit": sixteen, "total": quantised + sixteen}
 
 

@@ -199,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
         if split not in ratios:
             continue
         for name in ("distdx", "deepspeed", "accelerate"):
-            print(f"{split:<6} {name:<10} n={len(ratios[split].get(name, [])):<3} {_summary(ratios[split].get(name, []))}")
+            values = ratios[split].get(name, [])
+            print(f"{split:<6} {name:<10} n={len(values):<3} {_summary(values)}")
     all_distdx = [r for split in ratios.values() for r in split["distdx"]]
     print(f"{'all':<6} {'distdx':<10} n={len(all_distdx):<3} {_summary(all_distdx)}")
     return 0

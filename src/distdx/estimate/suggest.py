@@ -189,7 +189,8 @@ def suggest(shape: ModelShape, setup: Setup, gpu_memory: int, *, cpu_memory: int
     return tuple(chosen)
 
 
-_SEARCHED = ("zero_stage", "offload_optimizer", "offload_params", "checkpointing", "attention", "micro_batch", "tp", "loss")
+_SEARCHED = ("zero_stage", "offload_optimizer", "offload_params", "checkpointing", "attention", "micro_batch", "tp",
+             "loss")
 
 
 def _changed(before: Setup, after: Setup) -> frozenset[str]:

@@ -11,7 +11,7 @@ from distdx.errors import DistdxError
 from distdx.estimate import formulas
 from distdx.estimate.models import (ATTENTION, CHECKPOINTING, INFER_DTYPES, LOSSES, MODES, OFFLOAD_DEVICES, OPTIMIZERS,
                                     TRAIN_DTYPES, Figures, ModelShape, Setup, number_text)
-from distdx.estimate.terms import BOUNDS, Bound
+from distdx.estimate.terms import Bound
 
 
 MAX_GPUS = 10**7  # two orders above the largest clusters: past it a size is a typo, and float maths overflows
@@ -209,25 +209,25 @@ def _runtime(allocated: int, setup: Setup, term: Bound) -> dict[str, int]:
     return out
 
 
+def _at(shape: ModelShape, setup: Setup, term: Bound) -> tuple[tuple, dict[str, int]]:
+    """(the parts of the figures, {allocated_peak, reserved, total}) with the terms at one bound."""
+    states, acts, cpu, nvme = _allocated(shape, setup, term)
+    allocated = int(states["total"]) + int(acts["total"])
+    runtime = _runtime(allocated, setup, term)
+    return (states, acts, cpu, nvme, runtime), {"allocated_peak": allocated,
+                                                "reserved": allocated + runtime["allocator_reserve"],
+                                                "total": allocated + sum(runtime.values())}
+
+
 def figures_and_terms(shape: ModelShape, setup: Setup) -> tuple[Figures, frozenset[str]]:
-    """The figures of a valid combination with their ranges, and the names of the uncertain terms they use."""
-    totals: dict[str, dict[str, int]] = {}
-    used: set[str] = set()
-    parts = None
-    for bound in BOUNDS:
-        term = Bound(bound)
-        states, acts, cpu, nvme = _allocated(shape, setup, term)
-        allocated = int(states["total"]) + int(acts["total"])
-        runtime = _runtime(allocated, setup, term)
-        totals[bound] = {"allocated_peak": allocated, "reserved": allocated + runtime["allocator_reserve"],
-                         "total": allocated + sum(runtime.values())}
-        used |= term.used
-        if bound == "value":
-            parts = (states, acts, cpu, nvme, runtime)
-    states, acts, cpu, nvme, runtime = parts  # type: ignore[misc]
-    ranges = {k: (min(t[k] for t in totals.values()), max(t[k] for t in totals.values())) for k in totals["value"]}
-    return Figures(model_states=states, activations=acts, per_gpu=totals["value"]["total"], per_node_cpu=cpu,
-                   per_node_nvme=nvme, runtime=runtime, ranges=ranges), frozenset(used)
+    """The figures of a valid combination with their ranges (every uncertain term at its low, then its high
+    end), and the names of the uncertain terms they use."""
+    term = Bound("value")
+    (states, acts, cpu, nvme, runtime), value = _at(shape, setup, term)
+    ends = [value] + [_at(shape, setup, Bound(bound))[1] for bound in ("low", "high")]
+    ranges = {k: (min(e[k] for e in ends), max(e[k] for e in ends)) for k in value}
+    return Figures(model_states=states, activations=acts, per_gpu=value["total"], per_node_cpu=cpu,
+                   per_node_nvme=nvme, runtime=runtime, ranges=ranges), frozenset(term.used)
 
 
 def figures(shape: ModelShape, setup: Setup) -> Figures:

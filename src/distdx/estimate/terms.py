@@ -11,7 +11,6 @@ import yaml
 
 from distdx.errors import DistdxError
 
-BOUNDS = ("value", "low", "high")
 GIB = 2**30
 
 

@@ -30,20 +30,27 @@ class Term:
         return x * GIB if self.unit == "GiB" else x
 
 
-@lru_cache(maxsize=1)
-def terms() -> dict[str, Term]:
-    data = yaml.safe_load(resources.files("distdx.estimate").joinpath("terms.yaml").read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or data.get("version") != 1:
+def parse_terms(text: str) -> dict[str, Term]:
+    """The terms of a terms.yaml text (version 1); a malformed file is a distdx bug (DX-ESTIMATE-006)."""
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("terms"), dict):
         raise DistdxError("DX-ESTIMATE-006", "terms.yaml is not version 1", hint="fix the packaged terms.yaml",
                           exit_code=3)
     out = {}
     for name, t in data["terms"].items():
-        if not (isinstance(t, dict) and t.get("low", 0) <= t.get("value", -1) <= t.get("high", -2)):
-            raise DistdxError("DX-ESTIMATE-006", f"terms.yaml: {name} needs low <= value <= high",
-                              hint="fix src/distdx/estimate/terms.yaml", exit_code=3)
+        numbers = isinstance(t, dict) and all(isinstance(t.get(k), (int, float)) for k in ("low", "value", "high"))
+        if not (numbers and t["low"] <= t["value"] <= t["high"] and t.get("why") and t.get("unit")):
+            raise DistdxError("DX-ESTIMATE-006", f"terms.yaml: {name} needs numbers low <= value <= high, a unit and "
+                              "a why", hint="fix src/distdx/estimate/terms.yaml", exit_code=3)
         out[name] = Term(name, float(t["value"]), float(t["low"]), float(t["high"]), str(t["unit"]), str(t["why"]),
                          tuple(t.get("backed_by") or ()))
     return out
+
+
+@lru_cache(maxsize=1)
+def terms() -> dict[str, Term]:
+    """The packaged terms.yaml."""
+    return parse_terms(resources.files("distdx.estimate").joinpath("terms.yaml").read_text(encoding="utf-8"))
 
 
 class Bound:

@@ -176,7 +176,7 @@ def _moe(f: _Fields, family: str) -> tuple[int, dict[str, int], int]:
         if "first_k_dense_replace" in f.data:
             dense_layers = f.int("first_k_dense_replace")
     else:
-        experts = f.int("num_experts")
+        experts = f.int("num_experts", "num_local_experts")  # the hub's qwen3_moe configs; transformers 5 names
         expert_ffn = f.int("moe_intermediate_size")
         dense_ffn = f.int("intermediate_size", default=expert_ffn)
         if family == "qwen2_moe":
@@ -202,11 +202,12 @@ def _moe(f: _Fields, family: str) -> tuple[int, dict[str, int], int]:
             attn += 2 * head_dim
     moe_layers = layers - dense_layers
     expert_params = moe_layers * experts * 3 * h * expert_ffn
-    router = experts * h + (experts if family == "deepseek_v3" else 0)
+    router = experts * h  # deepseek_v3's e_score_correction_bias is a buffer in transformers, not a parameter
     shared = 3 * h * shared_ffn + (h if family == "qwen2_moe" else 0)
     total = (vocab * h + layers * (attn + 2 * h) + h + (0 if tied else vocab * h) + expert_params
              + moe_layers * (router + shared) + dense_layers * 3 * h * dense_ffn)
-    largest = max(vocab * h, h * heads * head_dim, h * dense_ffn if dense_layers else 0)
+    # transformers keeps a layer's routed experts in one module (fused gate/up and down weights)
+    largest = max(vocab * h, h * heads * head_dim, h * dense_ffn if dense_layers else 0, experts * 3 * h * expert_ffn)
     dims = dict(layers=layers, hidden=h, heads=heads, kv_heads=kv, head_dim=head_dim, ffn=dense_ffn, vocab=vocab,
                 experts=experts, experts_per_token=top_k, expert_ffn=expert_ffn, shared_ffn=shared_ffn,
                 moe_layers=moe_layers, expert_params=expert_params, v_head_dim=v_dim)

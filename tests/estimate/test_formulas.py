@@ -266,7 +266,10 @@ def test_expert_parallelism_splits_what_a_rank_holds_whole_not_the_zero_partitio
     z0 = model_states(mixtral, Setup(**base, ep=8)).gpu
     assert z0["params"] == int(2 * (dense + mixtral.expert_params / 8))
     z3, z3_ep = (model_states(mixtral, Setup(**base, zero_stage=3, ep=ep)).gpu for ep in (1, 8))
-    assert z3["total"] == z3_ep["total"]
+    assert z3["optimizer_states"] == z3_ep["optimizer_states"] and z3["params"] == z3_ep["params"]
+    # the gathered module is a layer's fused experts (8 x 3 x 4096 x 14336), an eighth of it per rank with ep 8
+    assert z3["gathered_layer"] == 4 * mixtral.largest_layer_params == 4 * 8 * 3 * 4096 * 14336
+    assert z3_ep["gathered_layer"] == z3["gathered_layer"] // 8
 
 
 def test_moe_layers_keep_each_tokens_experts() -> None:

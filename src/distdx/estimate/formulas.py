@@ -95,6 +95,15 @@ def _replicated(shape: ModelShape, setup: Setup) -> int | float:
     return _local(shape.params - shape.expert_params, setup) + shape.expert_params / (setup.ep * setup.tp * setup.pp)
 
 
+def _largest(shape: ModelShape, setup: Setup) -> int | float:
+    """The largest module ZeRO-3 gathers (DeepSpeed's largest_layer_params), split by tensor parallelism; when it
+    is a layer's fused routed experts, expert parallelism splits it too (the embedding may then be the largest)."""
+    largest: int | float = shape.largest_layer_params
+    if setup.ep > 1 and shape.moe_layers and largest == shape.expert_params // shape.moe_layers:
+        largest = max(largest / setup.ep, shape.vocab * shape.hidden)
+    return _local(largest, setup) if setup.tp > 1 else largest
+
+
 AMP_WEIGHT_COPY = 2  # bytes per parameter: the fp16/bf16 copy autocast makes of each weight, saved for backward
 
 
@@ -116,7 +125,7 @@ def model_states(shape: ModelShape, setup: Setup, term: Bound | None = None) -> 
     b = state_bytes(setup, shape)
     total_params = _local(shape.params, setup)
     whole = _replicated(shape, setup)
-    largest = _local(shape.largest_layer_params, setup) if setup.tp > 1 else shape.largest_layer_params
+    largest = _largest(shape, setup)
     n = setup.shard
     gpn, nodes, abf = setup.gpus_per_node, setup.nodes, setup.buffer_factor
     gpus_factor = 1 / nodes

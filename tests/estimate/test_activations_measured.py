@@ -41,10 +41,11 @@ def saved_bytes(h: int, a: int, s: int, b: int, activation: str) -> int:
     return sum(seen.values())
 
 
-def formula(h: int, a: int, s: int, b: int) -> float:
-    shape = ModelShape(params=1, layers=1, hidden=h, heads=a, kv_heads=a, head_dim=h // a, ffn=4 * h, vocab=1,
-                       largest_layer_params=1, source="test")
-    per = activation_bytes_per_layer(shape, Setup(seq_len=s, micro_batch=b))
+def formula(h: int, a: int, s: int, b: int, *, kv: int | None = None, f: int | None = None,
+            model_type: str | None = None) -> float:
+    shape = ModelShape(params=1, layers=1, hidden=h, heads=a, kv_heads=kv or a, head_dim=h // a, ffn=f or 4 * h,
+                       vocab=1, largest_layer_params=1, source="test", model_type=model_type)
+    per = activation_bytes_per_layer(shape, Setup(seq_len=s, micro_batch=b, attention="eager"))
     return per["stored"] + per["attention_scores"]
 
 
@@ -53,7 +54,8 @@ def formula(h: int, a: int, s: int, b: int) -> float:
 def test_formula_matches_a_real_block(h: int, a: int, s: int, b: int) -> None:
     measured = saved_bytes(h, a, s, b, "gelu")
     ratio = measured / formula(h, a, s, b)
-    assert 1.0 <= ratio <= 1.2, ratio
+    # the formula carries activation_factor (terms.yaml) for what unfused kernels keep beyond Korthikanti's count
+    assert 0.9 <= ratio <= 1.1, ratio
     # the s^2 term matters: without it the formula would be off by far more at long sequences
     assert measured / (34 * s * b * h) > 1.3
 
@@ -92,7 +94,9 @@ def llama_saved_bytes(h: int, a: int, kv: int, f: int, s: int, b: int) -> int:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("h,a,kv,f,s,b", [(512, 8, 8, 1376, 256, 1), (512, 8, 2, 1376, 512, 2)])
-def test_llama_layer_keeps_somewhat_more_than_the_gpt_formula(h, a, kv, f, s, b) -> None:
-    """SwiGLU (three f-wide tensors), RoPE and the fp32 softmax of eager attention: 1.27-1.30x measured."""
-    ratio = llama_saved_bytes(h, a, kv, f, s, b) / formula(h, a, s, b)
-    assert 1.1 <= ratio <= 1.45, ratio
+def test_llama_layer_matches_the_gated_count(h, a, kv, f, s, b) -> None:
+    """SwiGLU (four f-wide tensors) and grouped K/V are counted for llama-style configs: measured 1.11-1.18x; the
+    rest is Hugging Face's eager softmax, upcast to fp32, beyond the 5 bytes per score counted (flash attention,
+    the default, stores no scores)."""
+    ratio = llama_saved_bytes(h, a, kv, f, s, b) / formula(h, a, s, b, kv=kv, f=f, model_type="llama")
+    assert 1.0 <= ratio <= 1.25, ratio

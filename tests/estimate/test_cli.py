@@ -26,10 +26,12 @@ def test_json_contract(capsys) -> None:
     code, out, _ = run(capsys, "--params", "7e9", "--gpu-memory", "80GB", "--format", "json")
     data = json.loads(out)
     assert set(data) >= {"inputs", "per_gpu", "per_node_cpu", "fits", "suggestions"}
-    assert set(data["per_gpu"]) == {"model_states", "activations", "total"}
+    assert set(data["per_gpu"]) >= {"model_states", "activations", "total"}  # fields are added, never renamed
     assert data["per_gpu"]["model_states"]["total"] == 112_000_000_000  # 16 bytes/param, no ZeRO
-    assert data["per_gpu"]["total"] == data["per_gpu"]["model_states"]["total"] + \
-        data["per_gpu"]["activations"]["total"]
+    g = data["per_gpu"]
+    assert g["allocated_peak"] == g["model_states"]["total"] + g["activations"]["total"]
+    assert g["total"] == g["allocated_peak"] + sum(g["runtime"].values())  # what nvidia-smi would show
+    assert g["range"]["total"][0] <= g["total"] <= g["range"]["total"][1]
     assert data["fits"] is False and code == 1
     assert data["suggestions"] and {"changes", "cost", "setup", "per_gpu", "per_node_cpu"} <= set(data["suggestions"][0])
     assert data["inputs"]["model"]["assumed"]
@@ -106,3 +108,35 @@ def test_host_memory_verdict(capsys) -> None:
     assert code == 1 and "host memory per node needs" in out
     code, out, _ = run(capsys, *args, "--cpu-memory", "512GB")
     assert code == 0 and "GiB of host memory per node" in out
+
+
+def test_attention_defaults_to_flash_and_the_old_flag_is_an_alias(capsys) -> None:
+    args = ("--params", "7B", "--seq-len", "8192", "-f", "json")
+    default = json.loads(run(capsys, *args)[1])
+    alias = json.loads(run(capsys, *args, "--flash-attention")[1])
+    eager = json.loads(run(capsys, *args, "--attention", "eager")[1])
+    assert default["inputs"]["setup"]["attention"] == "flash" and default["inputs"]["setup"]["flash_attention"]
+    assert alias["per_gpu"]["total"] == default["per_gpu"]["total"] < eager["per_gpu"]["total"]
+    assert eager["inputs"]["setup"]["flash_attention"] is False
+
+
+def test_moe_config_with_expert_parallelism_and_its_warning(capsys) -> None:
+    code, out, _ = run(capsys, "--model-config", str(CONFIGS / "mixtral-8x7b.json"), "--zero", "3",
+                       "--gpus-per-node", "8", "--ep", "8", "--checkpointing", "full", "-f", "json")
+    data = json.loads(out)
+    assert code == 0 and data["inputs"]["setup"]["ep"] == 8 and data["inputs"]["model"]["experts"] == 8
+    low, high = data["per_gpu"]["range"]["total"]
+    assert low <= data["per_gpu"]["total"] <= high
+    assert any("nccl_buffers" in w for w in data["warnings"])  # no multi-GPU nvidia-smi reading backs it
+
+
+def test_fit_suggests_the_new_terms_with_their_range(capsys) -> None:
+    code, out, _ = run(capsys, "--model-config", str(CONFIGS / "llama-2-7b.json"), "--zero", "3", "--gpus-per-node",
+                       "8", "--micro-batch", "8", "--seq-len", "8192", "--checkpointing", "selective-op",
+                       "--gpu-memory", "80GiB", "-f", "json")
+    data = json.loads(out)
+    assert code == 1 and data["suggestions"]
+    for s in data["suggestions"]:
+        assert s["per_gpu"]["total"] <= 80 * 2**30
+        assert s["per_gpu"]["range"]["total"][0] <= s["per_gpu"]["total"] <= s["per_gpu"]["range"]["total"][1]
+    assert any("cross-entropy" in c for s in data["suggestions"] for c in s["changes"])

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from distdx.estimate import Setup, shape_from_config
+from distdx.estimate.terms import terms
 from distdx.estimate.formulas import activation_bytes_per_layer, activations, inference, model_states, \
     optimizer_state_bytes
 from distdx.estimate.models import ModelShape
@@ -122,51 +123,74 @@ def test_nvme_offload_moves_host_states_to_the_drives() -> None:
 
 S, H, A = 2048, 4096, 32
 SBH = S * 1 * H
+F = terms()["activation_factor"].value  # what unfused kernels keep beyond the count (terms.yaml)
+GPT = shape(ffn=4 * H)  # Korthikanti's block: a 4h MLP
 
 
 def per_layer(**kw) -> float:
-    r = activation_bytes_per_layer(shape(), Setup(seq_len=S, micro_batch=1, **kw))
+    r = activation_bytes_per_layer(GPT, Setup(seq_len=S, micro_batch=1, **{"attention": "eager", **kw}))
     return r["stored"] + r["attention_scores"]
 
 
 def test_activation_formula_without_parallelism() -> None:
-    assert per_layer() == SBH * (34 + 5 * A * S / H)  # 956,301,312 bytes
+    assert per_layer() == pytest.approx(SBH * (34 * F + 5 * A * S / H))
 
 
 def test_activation_formula_with_tensor_parallelism() -> None:
-    assert per_layer(tp=8, gpus_per_node=8) == pytest.approx(SBH * (10 + 24 / 8 + 5 * A * S / (H * 8)))
+    assert per_layer(tp=8, gpus_per_node=8) == pytest.approx(SBH * ((10 + 24 / 8) * F + 5 * A * S / (H * 8)))
 
 
 def test_activation_formula_with_sequence_parallelism() -> None:
-    assert per_layer(tp=8, gpus_per_node=8, sequence_parallel=True) == pytest.approx(SBH / 8 * (34 + 5 * A * S / H))
+    assert per_layer(tp=8, gpus_per_node=8, sequence_parallel=True) == pytest.approx(
+        SBH / 8 * (34 * F + 5 * A * S / H))
 
 
 def test_selective_recompute_and_flash_attention_drop_the_attention_term() -> None:
-    assert per_layer(checkpointing="selective") == SBH * 34
-    assert per_layer(flash_attention=True) == SBH * 34
-    assert per_layer(tp=8, gpus_per_node=8, sequence_parallel=True, checkpointing="selective") == SBH * 34 / 8
+    assert per_layer(checkpointing="selective") == pytest.approx(SBH * 34 * F)
+    assert per_layer(attention="flash") == per_layer(attention="sdpa") == pytest.approx(SBH * 34 * F)
+    assert per_layer(tp=8, gpus_per_node=8, sequence_parallel=True, checkpointing="selective") == pytest.approx(
+        SBH * 34 * F / 8)
+
+
+def test_per_op_selective_keeps_the_input_attention_output_and_every_second_matmul() -> None:
+    # GPT block matmul outputs: qkv 3h, o h, fc1 4h, fc2 h = 9h values; kept: 2h + 9h/2 values, 2 bytes each
+    assert per_layer(checkpointing="selective-op") == pytest.approx(SBH * 2 * (2 + 4.5) * F)
+    assert per_layer(checkpointing="selective-op") < per_layer(checkpointing="selective")
 
 
 def test_full_recompute_keeps_the_layer_input() -> None:
     assert per_layer(checkpointing="full") == 2 * SBH
     assert per_layer(checkpointing="full", tp=8, gpus_per_node=8, sequence_parallel=True) == 2 * SBH / 8
-    acts = activations(shape(), Setup(seq_len=S, checkpointing="full"))
+    acts = activations(GPT, Setup(seq_len=S, checkpointing="full", attention="eager"))
     assert acts["layers"] == 32 * 2 * SBH
-    assert acts["recompute_layer"] == SBH * (34 + 5 * A * S / H)
+    assert acts["recompute_layer"] == int(2 * SBH * (34 * F + 5 * A * S / H))
 
 
 def test_context_parallel_splits_the_sequence_and_fp32_doubles() -> None:
-    assert per_layer(cp=2, gpus_per_node=2) == (S // 2) * H * (34 + 5 * A * (S // 2) / H)
+    assert per_layer(cp=2, gpus_per_node=2) == pytest.approx((S // 2) * H * (34 * F + 5 * A * (S // 2) / H))
     assert per_layer(dtype="fp32") == 2 * per_layer()
 
 
-def test_pipeline_first_stage_holds_all_layers_worth() -> None:
-    one = activations(shape(), Setup(seq_len=S))
-    four = activations(shape(), Setup(seq_len=S, pp=4, gpus_per_node=4))
-    assert one["layers"] == four["layers"] == 32 * SBH * (34 + 5 * A * S / H)
-    assert one["embedding_output"] == SBH * 1 + 4 * SBH * (1 + 32000 / H)
-    assert four["embedding_output"] == SBH * 4
-    assert one["total"] == one["layers"] + one["embedding_output"]
+def test_amp_activations_sit_between_16_and_32_bit() -> None:
+    assert per_layer() < per_layer(dtype="fp16", amp=True) < per_layer(dtype="fp32")
+
+
+def test_pipeline_first_stage_holds_all_layers_worth_and_the_last_the_loss() -> None:
+    one = activations(GPT, Setup(seq_len=S, attention="eager"))
+    four = activations(GPT, Setup(seq_len=S, pp=4, gpus_per_node=4, attention="eager"))
+    assert one["layers"] == four["layers"] == int(32 * per_layer())
+    assert one["loss"] == int(S * 32000 * terms()["logit_bytes"].value)
+    assert one["embedding_output"] == SBH * 1 + 4 * SBH
+    assert four["embedding_output"] == SBH * 4 and four["loss"] == 0
+    assert one["total"] == one["layers"] + one["embedding_output"] + one["loss"]
+
+
+def test_loss_options_and_tensor_parallel_split_the_logits() -> None:
+    full = activations(shape(), Setup(seq_len=S))["loss"]
+    assert activations(shape(), Setup(seq_len=S, loss="chunked"))["loss"] < full
+    assert activations(shape(), Setup(seq_len=S, loss="fused"))["loss"] < full
+    assert activations(shape(), Setup(seq_len=S, loss="none"))["loss"] == 0
+    assert activations(shape(), Setup(seq_len=S, tp=8, gpus_per_node=8))["loss"] == full // 8
 
 
 def test_micro_batch_scales_activations_linearly() -> None:
@@ -204,11 +228,67 @@ def test_inference_host_memory_is_each_process_shard() -> None:
 def test_inference_weight_dtypes_and_workspace() -> None:
     llama = shape_from_config(CONFIGS / "llama-2-7b.json")
     int4, _, _ = inference(llama, Setup(mode="infer", dtype="int4"))
-    assert int4["total"] == int(6_738_415_616 * 0.5)
-    _, no_flash, _ = inference(llama, Setup(mode="infer", seq_len=4096))
-    _, flash, _ = inference(llama, Setup(mode="infer", seq_len=4096, flash_attention=True))
+    kept = 32000 * 4096 + 65 * 4096  # embedding and norms stay 16-bit
+    assert int4["weights_16bit"] == kept * 2
+    assert int4["quantised_weights"] == int((6_738_415_616 - kept) * (0.5 + 4 / 128))
+    int8, _, _ = inference(llama, Setup(mode="infer", dtype="int8"))
+    assert int8["quantised_weights"] == int((6_738_415_616 - kept) * (1 + 2 / 4096))
+    _, no_flash, _ = inference(llama, Setup(mode="infer", seq_len=4096, attention="eager"))
+    _, flash, _ = inference(llama, Setup(mode="infer", seq_len=4096))
     b, s = 1, 4096
     assert flash["workspace"] == max(b * s * (2 * 4096 + 2 * 11008) * 2, b * s * 32000 * 4)
     assert no_flash["workspace"] == b * s * (2 * 4096 + 2 * 11008) * 2 + 32 * s * s * 2
     _, kv8, _ = inference(llama, Setup(mode="infer", seq_len=4096, kv_dtype="int8"))
     assert kv8["kv_cache"] == 2**30
+
+
+# --- mixture of experts -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,total", [("mixtral-8x7b", 46_702_792_704), ("qwen3-30b-a3b", 30_532_122_624),
+                                        ("deepseek-v3", 671_026_404_352)])
+def test_moe_configs_count_the_published_parameters(name: str, total: int) -> None:
+    """Mixtral 46.7B, Qwen3-30B-A3B 30.5B, DeepSeek-V3 671B without its MTP layer (the tiny configs of
+    test_shape.py equal the transformers classes parameter for parameter)."""
+    s = shape_from_config(CONFIGS / f"{name}.json")
+    assert s.params == total
+    assert 0 < s.expert_params < s.params and s.moe_layers > 0
+
+
+def test_qwen_moe_counts_its_shared_expert() -> None:
+    s = shape_from_config(CONFIGS / "qwen1.5-moe-a2.7b.json")
+    assert round(s.params / 1e9, 1) == 14.3 and s.shared_ffn == 5632
+
+
+def test_expert_parallelism_splits_what_a_rank_holds_whole_not_the_zero_partition() -> None:
+    mixtral = shape_from_config(CONFIGS / "mixtral-8x7b.json")
+    dense = mixtral.params - mixtral.expert_params
+    base = dict(gpus_per_node=8, dp=8)
+    z0 = model_states(mixtral, Setup(**base, ep=8)).gpu
+    assert z0["params"] == int(2 * (dense + mixtral.expert_params / 8))
+    z3, z3_ep = (model_states(mixtral, Setup(**base, zero_stage=3, ep=ep)).gpu for ep in (1, 8))
+    assert z3["optimizer_states"] == z3_ep["optimizer_states"] and z3["params"] == z3_ep["params"]
+    # the gathered module is a layer's fused experts (8 x 3 x 4096 x 14336), an eighth of it per rank with ep 8
+    assert z3["gathered_layer"] == 4 * mixtral.largest_layer_params == 4 * 8 * 3 * 4096 * 14336
+    assert z3_ep["gathered_layer"] == z3["gathered_layer"] // 8
+
+
+def test_moe_layers_keep_each_tokens_experts() -> None:
+    mixtral = shape_from_config(CONFIGS / "mixtral-8x7b.json")
+    setup = Setup(seq_len=4096)
+    moe = activation_bytes_per_layer(mixtral, setup)["stored"]
+    as_dense = activation_bytes_per_layer(ModelShape(**{**mixtral.__dict__, "moe_layers": 0}), setup)["stored"]
+    assert moe > as_dense  # two experts of 14336 and the dispatch buffers, against one dense MLP
+
+
+def test_keeping_gathered_weights_adds_the_16_bit_weights() -> None:
+    s = shape()
+    kept = model_states(s, Setup(gpus_per_node=8, dp=8, zero_stage=3, reshard_after_forward=False)).gpu
+    assert kept["unsharded_weights"] == 2 * PSI
+
+
+def test_expert_parallel_inference_holds_a_share_of_the_experts() -> None:
+    mixtral = shape_from_config(CONFIGS / "mixtral-8x7b.json")
+    whole, _, _ = inference(mixtral, Setup(mode="infer"))
+    split, _, _ = inference(mixtral, Setup(mode="infer", gpus_per_node=8, dp=8, ep=8))
+    assert split["total"] == int(2 * (mixtral.params - mixtral.expert_params + mixtral.expert_params / 8))
+    assert whole["total"] == 2 * mixtral.params

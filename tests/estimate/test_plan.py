@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from distdx.errors import DistdxError
@@ -63,11 +65,14 @@ RULES = [
     ("param offload needs stage 3", dict(zero_stage=2, offload_params="cpu"), "needs ZeRO stage 3"),
     ("param offload without optimizer offload", dict(offload_optimizer="none"), "without --offload-optimizer"),
     ("NVMe needs stage 3", dict(zero_stage=2, offload_params="none", offload_optimizer="nvme"), "NVMe offload"),
-    ("ZeRO-2/3 with pipeline", dict(pp=2, tp=1, dp=4, sequence_parallel=False), "pipeline parallelism"),
+    ("ZeRO-2 with pipeline", dict(zero_stage=2, offload_params="none", offload_optimizer="none", pp=2, tp=1, dp=4,
+                                  sequence_parallel=False), "ZeRO stage 2 with pipeline parallelism"),
+    ("amp with ZeRO", dict(amp=True), "--amp goes with"),
+    ("unknown attention", dict(attention="paged"), "--attention paged"),
     ("sequence parallel needs tp", dict(tp=1, dp=8), "--sequence-parallel with --tp 1"),
     ("tp divides heads", dict(tp=64, dp=1, gpus_per_node=64), "does not divide the 32 attention heads"),
-    ("pp divides layers", dict(zero_stage=1, offload_params="none", pp=3, tp=1, dp=1, sequence_parallel=False,
-                               gpus_per_node=3), "does not divide the 32 layers"),
+    ("pp at most layers", dict(zero_stage=1, offload_params="none", pp=64, tp=1, dp=1, sequence_parallel=False,
+                               gpus_per_node=64), "is more than the 32 layers"),
     ("cp divides seq", dict(cp=2, dp=2, seq_len=2047), "--cp 2 does not divide"),
     ("layout adds up", dict(dp=3), "is not the world size"),
 ]
@@ -90,3 +95,12 @@ def test_each_rule_trips(rule, changes, words) -> None:
 def test_inference_ignores_training_only_rules() -> None:
     assert problem(SHAPE, Setup(mode="infer", dtype="int4", zero_stage=0, offload_params="cpu", pp=2,
                                 gpus_per_node=2)) is None
+
+
+def test_expert_parallel_rules() -> None:
+    from distdx.estimate import shape_from_config
+
+    mixtral = shape_from_config(Path(__file__).parent / "configs" / "mixtral-8x7b.json")
+    assert problem(SHAPE, Setup(gpus_per_node=8, dp=8, ep=2)).code == "DX-ESTIMATE-005"
+    assert "does not divide the 8 experts" in problem(mixtral, Setup(gpus_per_node=8, dp=8, ep=16)).message
+    assert problem(mixtral, Setup(gpus_per_node=8, dp=8, ep=8)) is None

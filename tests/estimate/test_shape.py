@@ -76,6 +76,19 @@ TINY = {
                      max_position_embeddings=128, word_embed_proj_dim=32),
     "opt-post-norm": dict(hidden_size=64, ffn_dim=160, num_hidden_layers=2, num_attention_heads=4, vocab_size=1000,
                           max_position_embeddings=128, do_layer_norm_before=False),
+    "mixtral": dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                    num_key_value_heads=2, vocab_size=1000, num_local_experts=4, num_experts_per_tok=2),
+    "qwen2_moe": dict(hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, vocab_size=1000, num_experts=4, num_experts_per_tok=2,
+                      moe_intermediate_size=48, shared_expert_intermediate_size=96),
+    "qwen3_moe": dict(hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, head_dim=32, vocab_size=1000, num_local_experts=4, num_experts_per_tok=2,
+                      moe_intermediate_size=48),
+    "deepseek_v3": dict(hidden_size=64, intermediate_size=160, moe_intermediate_size=48, num_hidden_layers=3,
+                        num_attention_heads=4, num_key_value_heads=4, vocab_size=1000, n_routed_experts=4,
+                        n_shared_experts=1, num_experts_per_tok=2, first_k_dense_replace=1, q_lora_rank=32,
+                        kv_lora_rank=16, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, n_group=1,
+                        topk_group=1),
 }
 
 

@@ -43,14 +43,14 @@ def test_unknown_gpu_memory_is_not_judged() -> None:
 
 
 def test_flash_attention_first_when_it_alone_fits() -> None:
-    setup = Setup(seq_len=8192)
-    limit = figures(ONE_B, setup.with_changes(flash_attention=True)).per_gpu
+    setup = Setup(seq_len=8192, attention="eager", loss="chunked")
+    limit = figures(ONE_B, setup.with_changes(attention="flash")).per_gpu
     s = first(ONE_B, setup, limit)
     assert s.changes == ("use flash attention",) and s.cost == 0
 
 
 def test_selective_checkpointing_when_flash_is_unavailable() -> None:
-    setup = Setup(seq_len=8192)
+    setup = Setup(seq_len=8192, attention="eager", loss="chunked")
     limit = figures(ONE_B, setup.with_changes(checkpointing="selective")).per_gpu
     s = first(ONE_B, setup, limit, allow_flash=False)
     assert s.changes == ("activation checkpointing none -> selective",)
@@ -58,7 +58,7 @@ def test_selective_checkpointing_when_flash_is_unavailable() -> None:
 
 
 def test_zero_1_when_enough_then_zero_2_then_zero_3() -> None:
-    base = Setup(**EIGHT, flash_attention=True, checkpointing="full")
+    base = Setup(**EIGHT, attention="flash", checkpointing="full")
     z1 = figures(LLAMA_7B, base.with_changes(zero_stage=1)).per_gpu
     assert first(LLAMA_7B, base, z1).changes == ("ZeRO stage 0 -> 1",)
     z2 = figures(LLAMA_7B, base.with_changes(zero_stage=2)).per_gpu
@@ -72,7 +72,7 @@ def test_zero_1_when_enough_then_zero_2_then_zero_3() -> None:
 
 
 def test_micro_batch_halving_before_full_checkpointing() -> None:
-    setup = Setup(micro_batch=8, flash_attention=True, seq_len=4096)
+    setup = Setup(micro_batch=8, attention="flash", seq_len=4096)
     limit = figures(ONE_B, setup.with_changes(micro_batch=4)).per_gpu
     s = first(ONE_B, setup, limit)
     assert s.changes[0].startswith("micro batch 8 -> 4") and len(s.changes) == 1
@@ -81,7 +81,7 @@ def test_micro_batch_halving_before_full_checkpointing() -> None:
 
 
 def test_full_checkpointing_when_the_micro_batch_is_already_1() -> None:
-    setup = Setup(micro_batch=1, flash_attention=True, seq_len=32768)
+    setup = Setup(micro_batch=1, attention="flash", seq_len=32768)
     limit = figures(ONE_B, setup.with_changes(checkpointing="full")).per_gpu
     s = first(ONE_B, setup, limit)
     assert s.changes == ("activation checkpointing none -> full",)
@@ -90,7 +90,7 @@ def test_full_checkpointing_when_the_micro_batch_is_already_1() -> None:
 def test_optimizer_offload_then_weight_offload() -> None:
     seventy = ModelShape(**{**LLAMA_7B.__dict__, "params": 70_000_000_000, "layers": 80, "hidden": 8192,
                             "heads": 64, "largest_layer_params": 262_144_000})
-    base = Setup(**EIGHT, zero_stage=3, checkpointing="full", flash_attention=True)
+    base = Setup(**EIGHT, zero_stage=3, checkpointing="full", attention="flash")
     limit = figures(seventy, base.with_changes(offload_optimizer="cpu")).per_gpu
     s = first(seventy, base, limit)
     assert s.changes == ("offload the optimizer to cpu",)
@@ -112,7 +112,7 @@ def test_optimizer_offload_then_weight_offload() -> None:
 
 def test_tensor_parallelism_only_when_allowed() -> None:
     base = Setup(**EIGHT, zero_stage=3, offload_optimizer="cpu", offload_params="cpu", checkpointing="full",
-                 flash_attention=True, seq_len=65536)
+                 attention="flash", seq_len=65536)
     limit = figures(LLAMA_7B, base.with_changes(tp=2, dp=4)).per_gpu
     assert suggest(LLAMA_7B, base, limit) == ()
     result = estimate(LLAMA_7B, base, gpu_memory=limit, gpu_memory_source="stated")
@@ -128,7 +128,7 @@ def test_never_lowers_what_the_user_chose() -> None:
     base = Setup(**EIGHT, zero_stage=2, checkpointing="selective", micro_batch=4, seq_len=4096)
     for s in suggest(LLAMA_7B, base, 20 * 2**30, limit=50):
         assert s.setup.zero_stage >= 2
-        assert s.setup.checkpointing in ("selective", "full")
+        assert s.setup.checkpointing in ("selective", "selective-op", "full")
         assert s.setup.micro_batch <= 4
 
 
@@ -139,9 +139,9 @@ def test_order_dedupe_and_figures() -> None:
     assert len(found) >= 3
     costs = [s.cost for s in found]
     assert costs == sorted(costs)
-    touched = [{name for name in ("zero_stage", "offload_optimizer", "offload_params", "checkpointing",
-                                  "flash_attention", "micro_batch", "tp") if getattr(s.setup, name) != getattr(base, name)}
-               for s in found]
+    searched = ("zero_stage", "offload_optimizer", "offload_params", "checkpointing", "attention", "micro_batch", "tp",
+                "loss")
+    touched = [{name for name in searched if getattr(s.setup, name) != getattr(base, name)} for s in found]
     for i, a in enumerate(touched):
         for b in touched[:i]:
             assert not a >= b, "a suggestion that touches what a cheaper one already settles"

@@ -116,4 +116,5 @@ def test_the_estimate_carries_deepspeeds_figures_and_adds_activations() -> None:
     assert result.figures.model_states["total"] == ds_gpu
     assert result.figures.per_node_cpu == ds_cpu
     assert result.figures.activations["total"] > 0
-    assert result.figures.per_gpu == ds_gpu + result.figures.activations["total"]
+    assert result.figures.allocated_peak == ds_gpu + result.figures.activations["total"]
+    assert result.figures.per_gpu == result.figures.allocated_peak + sum(result.figures.runtime.values())

@@ -46,14 +46,29 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="DeepSpeed's additional_buffer_factor for host memory (default 1.5)")
     opts.add_argument("--micro-batch", type=_int, default=1, metavar="N", help="micro batch per GPU (default 1)")
     opts.add_argument("--seq-len", type=_int, default=2048, metavar="N", help="sequence length (default 2048)")
-    opts.add_argument("--checkpointing", choices=("none", "selective", "full"), default="none",
-                     help="activation checkpointing (default none)")
-    opts.add_argument("--flash-attention", action="store_true", help="attention scores are never stored")
+    opts.add_argument("--checkpointing", choices=("none", "selective", "selective-op", "full"), default="none",
+                     help="activation checkpointing (default none); selective: Megatron's, selective-op: "
+                          "torchtitan's per-op")
+    opts.add_argument("--attention", choices=("flash", "sdpa", "eager"), default="flash",
+                     help="attention kernel (default flash); eager stores the s x s scores")
+    opts.add_argument("--flash-attention", dest="attention", action="store_const", const="flash",
+                     help="same as --attention flash (kept for older command lines)")
+    opts.add_argument("--loss", choices=("full", "chunked", "fused", "none"), default="full",
+                     help="cross-entropy over the vocabulary: full (fp32 upcast), chunked, fused; none for a small "
+                          "(classifier) head")
+    opts.add_argument("--amp", action="store_true",
+                     help="torch autocast: fp32 weights and gradients with 16-bit copies (no ZeRO)")
+    opts.add_argument("--quant-group", type=_int, default=128, metavar="N", help="int4 group size (default 128)")
+    opts.add_argument("--no-reshard-after-forward", dest="reshard_after_forward", action="store_false",
+                     help="ZeRO-3/FSDP keeps the gathered weights from forward to backward (FSDP "
+                          "reshard_after_forward=False)")
     opts.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs --tp > 1)")
     par = p.add_argument_group("parallelism (dp = world size / (tp x pp x cp))")
     for flag in ("--tp", "--pp", "--cp"):
         par.add_argument(flag, type=_int, default=1, metavar="N")
     par.add_argument("--dp", type=_int, metavar="N", help="data parallel size (default: derived)")
+    par.add_argument("--ep", type=_int, default=1, metavar="N",
+                     help="expert parallel size, carved out of dp x cp (mixture-of-experts configs)")
     par.add_argument("--world-size", type=_int, metavar="N")
     par.add_argument("--gpus-per-node", type=_int, metavar="N")
     par.add_argument("--nodes", type=_int, metavar="N")
@@ -95,8 +110,10 @@ def _build(args: argparse.Namespace):  # type: ignore[no-untyped-def]
                   offload_optimizer=args.offload_optimizer, offload_params=args.offload_params,
                   zero_init=args.zero_init, tp=args.tp, pp=args.pp, cp=args.cp, dp=layout["dp"],
                   gpus_per_node=layout["gpus_per_node"], nodes=layout["nodes"], micro_batch=args.micro_batch,
-                  seq_len=args.seq_len, checkpointing=args.checkpointing, flash_attention=args.flash_attention,
-                  sequence_parallel=args.sequence_parallel, buffer_factor=args.buffer_factor, kv_dtype=args.kv_dtype)
+                  seq_len=args.seq_len, checkpointing=args.checkpointing, attention=args.attention,
+                  sequence_parallel=args.sequence_parallel, buffer_factor=args.buffer_factor, kv_dtype=args.kv_dtype,
+                  loss=args.loss, amp=args.amp, quant_group=args.quant_group, ep=args.ep,
+                  reshard_after_forward=args.reshard_after_forward)
     gpu_memory, source = None, None
     if args.gpu_memory:
         gpu_memory, source = parse_bytes(args.gpu_memory), "stated"

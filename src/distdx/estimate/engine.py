@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from distdx.estimate.models import Estimate, ModelShape, Setup
-from distdx.estimate.plan import figures, validate
+from distdx.estimate.plan import figures_and_terms, validate
+from distdx.estimate.terms import terms
 from distdx.estimate.suggest import suggest
 
 
@@ -28,14 +29,20 @@ def estimate(shape: ModelShape, setup: Setup, *, gpu_memory: int | None = None, 
     """Figures for ``setup``; with a GPU memory size, whether it fits and, if not, the cheapest changes
     that do (see :mod:`distdx.estimate.suggest`)."""
     validate(shape, setup)
-    fig = figures(shape, setup)
+    fig, used = figures_and_terms(shape, setup)
     notes: list[str] = []
+    warnings = tuple(f"this layout relies on {name} ({terms()[name].why}), which no published measurement in "
+                     "benchmarks/estimate_measurements.yaml backs: trust the range, not the figure"
+                     for name in sorted(used) if not terms()[name].backed_by)
     if shape.assumed:
         notes.append("not given, so assumed (see docs/estimate.md): " + ", ".join(
             f"{name}={getattr(shape, name)}" for name in shape.assumed))
-    if setup.mode == "train" and setup.checkpointing != "full":
-        notes.append("activations follow Korthikanti et al. 2022, which fused kernels reach; unfused blocks keep "
-                     "more (Hugging Face GPT-2/Llama layers measured 1.1-1.9x, docs/estimate.md): leave headroom")
+    if setup.mode == "train" and setup.pp > 1 and shape.layers % setup.pp:
+        notes.append(f"{shape.layers} layers over {setup.pp} pipeline stages: the fullest stage holds "
+                     f"{-(-shape.layers // setup.pp)}")
+    if setup.mode == "train" and setup.pp > 1 and setup.zero_stage == 3:
+        notes.append("ZeRO-3 with pipeline parallelism is estimated as FSDP does it (torchtitan): DeepSpeed's "
+                     "PipelineEngine refuses stage 3")
     if setup.mode == "train" and setup.tp * setup.pp > 1:
         notes.append("with tensor/pipeline parallelism every rank is counted with params/(tp*pp); the ranks that "
                      "also hold the embedding or LM head hold a little more")
@@ -55,4 +62,4 @@ def estimate(shape: ModelShape, setup: Setup, *, gpu_memory: int | None = None, 
     return Estimate(model=shape, setup=setup, figures=fig, gpu_memory=gpu_memory,
                     gpu_memory_source=gpu_memory_source if gpu_memory is not None else None,
                     cpu_memory=cpu_memory, fits=fits,
-                    suggestions=suggestions, notes=tuple(notes))
+                    suggestions=suggestions, notes=tuple(notes), warnings=warnings)

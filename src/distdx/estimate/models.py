@@ -18,7 +18,9 @@ TRAIN_DTYPES = ("fp32", "fp16", "bf16")
 INFER_DTYPES = TRAIN_DTYPES + ("int8", "int4")
 OPTIMIZERS = ("adam", "adamw", "adam8bit", "sgd", "sgd-momentum", "adafactor")
 OFFLOAD_DEVICES = ("none", "cpu", "nvme")
-CHECKPOINTING = ("none", "selective", "full")
+CHECKPOINTING = ("none", "selective", "selective-op", "full")
+ATTENTION = ("flash", "sdpa", "eager")
+LOSSES = ("full", "chunked", "fused", "none")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,16 @@ class ModelShape:
     model_type: str | None = None
     fields_used: Mapping[str, object] = field(default_factory=dict)
     assumed: tuple[str, ...] = ()
+    # mixture of experts (0 for dense models): routed experts per MoE layer, experts each token goes to, the
+    # routed expert's MLP width, the shared experts' total MLP width, how many layers are MoE, the parameters
+    # of all routed experts (what expert parallelism splits)
+    experts: int = 0
+    experts_per_token: int = 0
+    expert_ffn: int = 0
+    shared_ffn: int = 0
+    moe_layers: int = 0
+    expert_params: int = 0
+    v_head_dim: int | None = None  # multi-head latent attention (DeepSeek): values are narrower than q/k heads
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -65,15 +77,25 @@ class Setup:
     pp: int = 1
     cp: int = 1
     dp: int = 1
+    ep: int = 1  # expert parallel: routed experts split over ep ranks taken from the dp x cp group
     gpus_per_node: int = 1
     nodes: int = 1
     micro_batch: int = 1
     seq_len: int = 2048
-    checkpointing: str = "none"
-    flash_attention: bool = False
+    checkpointing: str = "none"  # selective: Megatron's (attention core); selective-op: torchtitan's per-op SAC
+    attention: str = "flash"  # flash | sdpa (no s x s scores stored) | eager (scores, softmax, dropout stored)
     sequence_parallel: bool = False
     buffer_factor: float = 1.5  # DeepSpeed's additional_buffer_factor for CPU memory
     kv_dtype: str | None = None  # inference: dtype of the KV cache (default: 16-bit, or fp32 for fp32)
+    loss: str = "full"  # full | chunked | fused cross-entropy over the vocabulary; none: a small head (classifier)
+    amp: bool = False  # torch autocast: fp32 weights and gradients, 16-bit weight copies (fp16/bf16 only)
+    quant_group: int = 128  # inference int4: values per scale/zero-point group
+    reshard_after_forward: bool = True  # ZeRO-3/FSDP: False keeps gathered weights between forward and backward
+
+    @property
+    def flash_attention(self) -> bool:
+        """Whether the s x s attention scores are never stored (flash or sdpa); kept for --format json."""
+        return self.attention != "eager"
 
     @property
     def world_size(self) -> int:
@@ -88,24 +110,47 @@ class Setup:
         return replace(self, **changes)
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "world_size": self.world_size}
+        return {**asdict(self), "flash_attention": self.flash_attention, "world_size": self.world_size}
 
 
 @dataclass(frozen=True)
 class Figures:
     """Bytes. ``model_states`` and ``activations`` map component -> bytes and both carry a ``total``;
-    ``per_gpu`` = model states + activations. ``per_node_cpu`` is host memory per node,
-    ``per_node_nvme`` what offload puts on each node's NVMe."""
+    their sum is the allocated peak. ``runtime`` holds what comes on top (allocator reserve, CUDA context,
+    NCCL buffers); ``per_gpu`` is the figure to compare with the GPU's memory, what nvidia-smi shows.
+    ``ranges`` maps ``allocated_peak`` / ``reserved`` / ``total`` to (low, high) from the uncertain terms
+    (terms.yaml). ``per_node_cpu`` is host memory per node, ``per_node_nvme`` what offload puts on NVMe."""
 
     model_states: Mapping[str, int]
     activations: Mapping[str, int]
     per_gpu: int
     per_node_cpu: int
     per_node_nvme: int = 0
+    runtime: Mapping[str, int] = field(default_factory=dict)
+    ranges: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def allocated_peak(self) -> int:
+        return int(self.model_states["total"]) + int(self.activations["total"])
+
+    @property
+    def reserved(self) -> int:
+        return self.allocated_peak + int(self.runtime.get("allocator_reserve", 0))
+
+    def kind(self, name: str) -> int:
+        """``total`` (per_gpu), ``reserved`` or ``allocated_peak``."""
+        return self.per_gpu if name == "total" else getattr(self, name)
+
+    def low(self, name: str) -> int:
+        return self.ranges.get(name, (self.kind(name),) * 2)[0]
+
+    def high(self, name: str) -> int:
+        return self.ranges.get(name, (self.kind(name),) * 2)[1]
 
     def to_dict(self) -> dict:
         return {"model_states": dict(self.model_states), "activations": dict(self.activations),
-                "total": self.per_gpu}
+                "runtime": dict(self.runtime), "allocated_peak": self.allocated_peak, "reserved": self.reserved,
+                "total": self.per_gpu, "range": {k: list(v) for k, v in self.ranges.items()}}
 
 
 @dataclass(frozen=True)
@@ -139,6 +184,7 @@ class Estimate:
     fits: bool | None = None
     suggestions: tuple[Suggestion, ...] = ()
     notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # terms the layout relies on that no measurement backs
 
     def to_dict(self) -> dict:
         return {
@@ -151,4 +197,5 @@ class Estimate:
             "fits": self.fits,
             "suggestions": [s.to_dict() for s in self.suggestions],
             "notes": list(self.notes),
+            "warnings": list(self.warnings),
         }

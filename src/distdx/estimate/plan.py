@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from distdx.errors import DistdxError
 from distdx.estimate import formulas
-from distdx.estimate.models import (CHECKPOINTING, INFER_DTYPES, MODES, OFFLOAD_DEVICES, OPTIMIZERS, TRAIN_DTYPES,
-                                    Figures, ModelShape, Setup, number_text)
+from distdx.estimate.models import (ATTENTION, CHECKPOINTING, INFER_DTYPES, LOSSES, MODES, OFFLOAD_DEVICES, OPTIMIZERS,
+                                    TRAIN_DTYPES, Figures, ModelShape, Setup, number_text)
+from distdx.estimate.terms import Bound
 
 
 MAX_GPUS = 10**7  # two orders above the largest clusters: past it a size is a typo, and float maths overflows
@@ -95,6 +96,18 @@ def problem(shape: ModelShape, setup: Setup) -> DistdxError | None:
     if setup.checkpointing not in CHECKPOINTING:
         return err(f"--checkpointing {setup.checkpointing} is unknown", f"choose one of {', '.join(CHECKPOINTING)}",
                    "use none, selective or full")
+    for flag, value, allowed in (("--attention", setup.attention, ATTENTION), ("--loss", setup.loss, LOSSES)):
+        if value not in allowed:
+            return err(f"{flag} {value} is unknown", f"choose one of {', '.join(allowed)}", f"use {allowed[0]}")
+    if setup.amp and (setup.mode != "train" or setup.dtype == "fp32" or setup.zero_stage != 0):
+        return err("--amp goes with --mode train, --dtype fp16/bf16 and --zero 0",
+                   "torch autocast keeps fp32 weights and casts them to 16 bits; DeepSpeed's ZeRO mixed precision "
+                   "(--dtype fp16/bf16 with --zero) keeps 16-bit weights and fp32 master copies instead",
+                   "drop --amp with ZeRO or fp32, or use --zero 0")
+    if not 1 <= setup.quant_group <= 2**20:
+        return DistdxError("DX-ESTIMATE-004", f"--quant-group {setup.quant_group} is out of range",
+                           why="int4 weights share one scale per group of 32 to 1024 values in practice",
+                           hint="use the group size of the quantisation recipe (torchao: 32-256, default 128)")
     for name, value in (("--offload-optimizer", setup.offload_optimizer), ("--offload-params", setup.offload_params)):
         if value not in OFFLOAD_DEVICES:
             return err(f"{name} {value} is unknown", f"choose one of {', '.join(OFFLOAD_DEVICES)}", "use cpu or nvme")
@@ -126,10 +139,23 @@ def problem(shape: ModelShape, setup: Setup) -> DistdxError | None:
             return err("NVMe offload needs ZeRO stage 3",
                        "only ZeRO-3 (ZeRO-Infinity) swaps optimizer states to NVMe; at stages 1 and 2 DeepSpeed "
                        "keeps them in host memory", "use --zero 3, or --offload-optimizer cpu")
-        if setup.pp > 1 and setup.zero_stage >= 2:
-            return err(f"ZeRO stage {setup.zero_stage} with pipeline parallelism (--pp {setup.pp})",
-                       "DeepSpeed's PipelineEngine asserts: ZeRO-2 and ZeRO-3 are incompatible with pipeline "
-                       "parallelism", "use --zero 1 with --pp, or drop pipeline parallelism")
+        if setup.pp > 1 and setup.zero_stage == 2:
+            return err(f"ZeRO stage 2 with pipeline parallelism (--pp {setup.pp})",
+                       "DeepSpeed's PipelineEngine asserts: ZeRO-2 is incompatible with pipeline parallelism (stage 3 "
+                       "is estimated as FSDP with pipeline parallelism, torchtitan's 3D/4D layouts)",
+                       "use --zero 1 or --zero 3 with --pp, or drop pipeline parallelism")
+    if setup.ep > 1:
+        if not shape.experts:
+            return err(f"--ep {setup.ep} for a dense model", "expert parallelism splits the routed experts of a "
+                       "mixture-of-experts model; this model has none", "drop --ep")
+        if shape.experts % setup.ep or setup.shard % setup.ep:
+            return DistdxError("DX-ESTIMATE-004", f"--ep {setup.ep} does not divide the {shape.experts} experts and "
+                               f"the dp x cp = {setup.shard} ranks", why="expert parallelism gives each rank a whole "
+                               "number of experts and is carved out of the data (and context) parallel ranks",
+                               hint="use an expert-parallel size that divides both")
+    if not setup.reshard_after_forward and setup.zero_stage != 3:
+        return err("--no-reshard-after-forward needs ZeRO stage 3 (FSDP)", "only ZeRO-3/FSDP gathers the weights "
+                   "layer by layer", "add --zero 3, or drop --no-reshard-after-forward")
     if setup.sequence_parallel and setup.tp == 1:
         return err("--sequence-parallel with --tp 1", "Megatron's sequence parallelism splits the tensor-parallel "
                    "group's LayerNorm and dropout work; without tensor parallelism there is nothing to split",
@@ -138,14 +164,17 @@ def problem(shape: ModelShape, setup: Setup) -> DistdxError | None:
         return DistdxError("DX-ESTIMATE-004", f"--tp {setup.tp} does not divide the {shape.heads} attention heads",
                            why="tensor parallelism gives each rank a whole number of heads",
                            hint="use a tensor-parallel size that divides the number of heads")
-    if shape.layers % setup.pp:
-        return DistdxError("DX-ESTIMATE-004", f"--pp {setup.pp} does not divide the {shape.layers} layers",
-                           why="each pipeline stage holds the same number of layers",
-                           hint="use a pipeline-parallel size that divides the number of layers")
+    if setup.pp > shape.layers:
+        return DistdxError("DX-ESTIMATE-004", f"--pp {setup.pp} is more than the {shape.layers} layers",
+                           why="each pipeline stage holds at least one layer",
+                           hint="use a pipeline-parallel size no larger than the number of layers")
     if setup.seq_len % setup.cp:
         return DistdxError("DX-ESTIMATE-004", f"--cp {setup.cp} does not divide --seq-len {setup.seq_len}",
                            why="context parallelism gives each rank an equal slice of the sequence",
                            hint="use a sequence length that is a multiple of the context-parallel size")
+    if setup.ep < 1:
+        return DistdxError("DX-ESTIMATE-004", f"--ep {setup.ep}", why="parallel sizes are at least 1",
+                           hint="give --ep the job's expert-parallel size")
     if setup.tp * setup.pp * setup.cp * setup.dp != setup.world_size:
         return DistdxError("DX-ESTIMATE-004", f"tp {setup.tp} x pp {setup.pp} x cp {setup.cp} x dp {setup.dp} is "
                            f"not the world size {setup.world_size}", why="every GPU belongs to one of each group",
@@ -159,13 +188,48 @@ def validate(shape: ModelShape, setup: Setup) -> None:
         raise e
 
 
-def figures(shape: ModelShape, setup: Setup) -> Figures:
-    """Per-GPU and per-node figures of a valid combination."""
+def _allocated(shape: ModelShape, setup: Setup, term: Bound) -> tuple[dict, dict, int, int]:
+    """(model states or weights, activations, per-node CPU, per-node NVMe) with the terms at one bound."""
     if setup.mode == "infer":
         weights, acts, cpu = formulas.inference(shape, setup)
-        return Figures(model_states=weights, activations=acts, per_gpu=weights["total"] + acts["total"],
-                       per_node_cpu=cpu)
-    states = formulas.model_states(shape, setup)
-    acts = formulas.activations(shape, setup)
-    return Figures(model_states=states.gpu, activations=acts, per_gpu=int(states.gpu["total"]) + acts["total"],
-                   per_node_cpu=states.cpu, per_node_nvme=states.nvme)
+        return weights, acts, cpu, 0
+    states = formulas.model_states(shape, setup, term)
+    return states.gpu, formulas.activations(shape, setup, term), states.cpu, states.nvme
+
+
+def _runtime(allocated: int, setup: Setup, term: Bound) -> dict[str, int]:
+    """What a GPU holds beyond the allocated peak: the caching allocator's reserve (in PyTorch's reserved
+    figure), the CUDA context and NCCL's buffers (outside PyTorch's allocator, in what nvidia-smi shows)."""
+    reserve = allocated * term("allocator_reserve")
+    if setup.mode == "infer" and setup.dtype in ("int8", "int4"):
+        reserve += term("quantised_load_reserve")
+    out = {"allocator_reserve": int(reserve), "cuda_context": int(term("cuda_context"))}
+    if setup.world_size > 1:
+        out["nccl_buffers"] = int(term("nccl_buffers"))
+    return out
+
+
+def _at(shape: ModelShape, setup: Setup, term: Bound) -> tuple[tuple, dict[str, int]]:
+    """(the parts of the figures, {allocated_peak, reserved, total}) with the terms at one bound."""
+    states, acts, cpu, nvme = _allocated(shape, setup, term)
+    allocated = int(states["total"]) + int(acts["total"])
+    runtime = _runtime(allocated, setup, term)
+    return (states, acts, cpu, nvme, runtime), {"allocated_peak": allocated,
+                                                "reserved": allocated + runtime["allocator_reserve"],
+                                                "total": allocated + sum(runtime.values())}
+
+
+def figures_and_terms(shape: ModelShape, setup: Setup) -> tuple[Figures, frozenset[str]]:
+    """The figures of a valid combination with their ranges (every uncertain term at its low, then its high
+    end), and the names of the uncertain terms they use."""
+    term = Bound("value")
+    (states, acts, cpu, nvme, runtime), value = _at(shape, setup, term)
+    ends = [value] + [_at(shape, setup, Bound(bound))[1] for bound in ("low", "high")]
+    ranges = {k: (min(e[k] for e in ends), max(e[k] for e in ends)) for k in value}
+    return Figures(model_states=states, activations=acts, per_gpu=value["total"], per_node_cpu=cpu,
+                   per_node_nvme=nvme, runtime=runtime, ranges=ranges), frozenset(term.used)
+
+
+def figures(shape: ModelShape, setup: Setup) -> Figures:
+    """Per-GPU and per-node figures of a valid combination (``per_gpu``: what nvidia-smi would show)."""
+    return figures_and_terms(shape, setup)[0]

@@ -10,6 +10,11 @@ _LABELS = {
     "gathered_layer": "gathered layer (ZeRO-3)", "weights": "weights",
     "per_layer": "per layer", "layers": "all layers in flight", "recompute_layer": "layer being recomputed",
     "embedding_output": "embedding + output layer", "kv_cache": "KV cache", "workspace": "workspace",
+    "loss": "loss over the vocabulary", "amp_weight_copies": "16-bit weight copies (autocast)",
+    "pp_unsharded": "unsharded stage weights + gradients (FSDP + PP)",
+    "unsharded_weights": "gathered weights kept (no reshard after forward)", "quantised_weights": "quantised weights",
+    "weights_16bit": "16-bit weights (embedding, norms)", "allocator_reserve": "allocator reserve",
+    "cuda_context": "CUDA context", "nccl_buffers": "NCCL buffers",
 }
 
 
@@ -20,16 +25,17 @@ def _g(n: int | float) -> str:
 def _setup_line(s: Setup) -> str:
     if s.mode == "infer":
         return (f"inference, {s.dtype}, batch {s.micro_batch}, seq {s.seq_len}, tp {s.tp} pp {s.pp}, "
-                f"{s.gpus_per_node} GPU(s)/node x {s.nodes} node(s), flash attention {'on' if s.flash_attention else 'off'}")
+                f"{s.gpus_per_node} GPU(s)/node x {s.nodes} node(s), attention {s.attention}")
     offload = []
     if s.offload_optimizer != "none":
         offload.append(f"optimizer->{s.offload_optimizer}")
     if s.offload_params != "none":
         offload.append(f"weights->{s.offload_params}")
     return (f"training, {s.dtype}{' mixed precision' if s.dtype != 'fp32' else ''}, {s.optimizer}, ZeRO {s.zero_stage}"
-            f"{', offload ' + ' '.join(offload) if offload else ''}, tp {s.tp} pp {s.pp} cp {s.cp} dp {s.dp} "
+            f"{', offload ' + ' '.join(offload) if offload else ''}, tp {s.tp} pp {s.pp} cp {s.cp} dp {s.dp}"
+            f"{f' ep {s.ep}' if s.ep > 1 else ''} "
             f"({s.gpus_per_node} GPU(s)/node x {s.nodes} node(s)), micro batch {s.micro_batch}, seq {s.seq_len}, "
-            f"checkpointing {s.checkpointing}, flash attention {'on' if s.flash_attention else 'off'}"
+            f"checkpointing {s.checkpointing}, attention {s.attention}, loss {s.loss}{', amp' if s.amp else ''}"
             f"{', sequence parallel' if s.sequence_parallel else ''}")
 
 
@@ -43,7 +49,12 @@ def _rows(fig: Figures, mode: str) -> list[tuple[str, str]]:
     for k, v in fig.activations.items():
         if k not in ("total", "per_layer"):
             rows.append(("  " + _LABELS.get(k, k), _g(v)))
-    rows.append(("total per GPU", _g(fig.per_gpu)))
+    rows.append(("allocated peak", f"{_g(fig.allocated_peak)}  ({_g(fig.low('allocated_peak'))}-"
+                                    f"{_g(fig.high('allocated_peak'))})"))
+    for k, v in fig.runtime.items():
+        rows.append(("  + " + _LABELS.get(k, k), _g(v)))
+    rows.append(("reserved (PyTorch)", f"{_g(fig.reserved)}  ({_g(fig.low('reserved'))}-{_g(fig.high('reserved'))})"))
+    rows.append(("total per GPU (nvidia-smi)", f"{_g(fig.per_gpu)}  ({_g(fig.low('total'))}-{_g(fig.high('total'))})"))
     rows.append(("CPU memory per node", _g(fig.per_node_cpu)))
     if fig.per_node_nvme:
         rows.append(("NVMe per node", _g(fig.per_node_nvme)))
@@ -65,9 +76,11 @@ def _verdict(e: Estimate) -> str:
 def _model_line(e: Estimate) -> str:
     m = e.model
     fields = ", ".join(f"{k}={v}" for k, v in m.fields_used.items())
+    moe = (f", {m.experts} experts (top {m.experts_per_token}, {m.expert_params / 1e9:.1f} B in experts)"
+           if m.experts else "")
     return (f"{m.params:,} parameters ({m.params / 1e9:.2f} B) from {m.source}; layers {m.layers}, hidden {m.hidden}, "
             f"heads {m.heads} (kv {m.kv_heads}), ffn {m.ffn}, vocab {m.vocab}, largest layer "
-            f"{m.largest_layer_params:,}\n  fields used: {fields}")
+            f"{m.largest_layer_params:,}{moe}\n  fields used: {fields}")
 
 
 def render_text(e: Estimate) -> str:
@@ -80,12 +93,15 @@ def render_text(e: Estimate) -> str:
     for i, s in enumerate(e.suggestions, 1):
         lines.append(f"\nsuggestion {i} (assumed cost +{s.cost:.0%} step time): " + "; ".join(s.changes))
         states, acts = ("model states", "activations") if e.setup.mode == "train" else ("weights", "KV cache + workspace")
-        lines.append(f"  -> {_g(s.figures.per_gpu)} GiB per GPU ({states} {_g(s.figures.model_states['total'])}, "
+        lines.append(f"  -> {_g(s.figures.per_gpu)} GiB per GPU (range {_g(s.figures.low('total'))}-"
+                     f"{_g(s.figures.high('total'))}; {states} {_g(s.figures.model_states['total'])}, "
                      f"{acts} {_g(s.figures.activations['total'])}), CPU {_g(s.figures.per_node_cpu)} GiB per node"
                      + (f", NVMe {_g(s.figures.per_node_nvme)} GiB per node" if s.figures.per_node_nvme else ""))
         lines += [f"     cost: {r}" for r in s.cost_reasons]
     for note in e.notes:
         lines.append(f"note: {note}")
+    for warning in e.warnings:
+        lines.append(f"warning: {warning}")
     return "\n".join(lines)
 
 
@@ -96,8 +112,11 @@ def render_markdown(e: Estimate) -> str:
               for name, value in _rows(e.figures, e.setup.mode)]
     lines += ["", f"**{_verdict(e)}**"]
     if e.suggestions:
-        lines += ["", "| # | changes | assumed cost | GiB per GPU | CPU GiB per node |", "|---|---|---:|---:|---:|"]
+        lines += ["", "| # | changes | assumed cost | GiB per GPU | range | CPU GiB per node |",
+                  "|---|---|---:|---:|---:|---:|"]
         lines += [f"| {i} | {'; '.join(s.changes)} | +{s.cost:.0%} | {_g(s.figures.per_gpu)} | "
-                  f"{_g(s.figures.per_node_cpu)} |" for i, s in enumerate(e.suggestions, 1)]
+                  f"{_g(s.figures.low('total'))}-{_g(s.figures.high('total'))} | {_g(s.figures.per_node_cpu)} |"
+                  for i, s in enumerate(e.suggestions, 1)]
     lines += [f"\n> {note}" for note in e.notes]
+    lines += [f"\n> **warning**: {warning}" for warning in e.warnings]
     return "\n".join(lines)

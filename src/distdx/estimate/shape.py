@@ -36,7 +36,8 @@ from distdx.errors import DistdxError
 from distdx.estimate.models import ModelShape, number_text
 
 LLAMA_STYLE = ("llama", "mistral", "qwen2", "qwen3")
-FAMILIES = LLAMA_STYLE + ("gpt2", "gpt_neox", "opt")
+MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3")
+FAMILIES = LLAMA_STYLE + MOE + ("gpt2", "gpt_neox", "opt")
 MAX_CONFIG_BYTES = 4 * 2**20
 ASSUMED_ASPECT = 128  # hidden size per layer
 ASSUMED_HEAD_DIM = 128
@@ -151,6 +152,68 @@ def _llama_style(f: _Fields, family: str) -> tuple[int, dict[str, int], int]:
     return total, dims, largest
 
 
+def _moe(f: _Fields, family: str) -> tuple[int, dict[str, int], int]:
+    """Mixture-of-experts decoders: the llama-style attention (multi-head latent attention for deepseek_v3) with
+    routed experts (gate, up, down: 3*h*e_f each) and a router (experts*h) in the MoE layers, shared experts
+    (qwen2_moe: one of shared_expert_intermediate_size with a 1-wide gate; deepseek_v3: n_shared_experts of
+    moe_intermediate_size), and dense MLPs (intermediate_size) in the layers that are not MoE (deepseek_v3's
+    first first_k_dense_replace, qwen2_moe's mlp_only_layers)."""
+    h = f.int("hidden_size")
+    layers = f.int("num_hidden_layers")
+    vocab = f.int("vocab_size")
+    heads = f.int("num_attention_heads")
+    top_k = f.int("num_experts_per_tok")
+    tied = f.bool("tie_word_embeddings", False)
+    dense_layers, shared_ffn, v_dim = 0, 0, None
+    if family == "mixtral":
+        experts = f.int("num_local_experts")
+        expert_ffn = dense_ffn = f.int("intermediate_size")
+    elif family == "deepseek_v3":
+        experts = f.int("n_routed_experts")
+        expert_ffn = f.int("moe_intermediate_size")
+        dense_ffn = f.int("intermediate_size")
+        shared_ffn = f.int("n_shared_experts", default=0) * expert_ffn if "n_shared_experts" in f.data else 0
+        if "first_k_dense_replace" in f.data:
+            dense_layers = f.int("first_k_dense_replace")
+    else:
+        experts = f.int("num_experts", "num_local_experts")  # the hub's qwen3_moe configs; transformers 5 names
+        expert_ffn = f.int("moe_intermediate_size")
+        dense_ffn = f.int("intermediate_size", default=expert_ffn)
+        if family == "qwen2_moe":
+            shared_ffn = f.int("shared_expert_intermediate_size")
+        only = f.data.get("mlp_only_layers") or []
+        if isinstance(only, list):
+            dense_layers = len(only)
+            f.used["mlp_only_layers"] = only
+    if family == "deepseek_v3":
+        q_lora = f.int("q_lora_rank")
+        kv_lora = f.int("kv_lora_rank")
+        nope, rope, v_dim = f.int("qk_nope_head_dim"), f.int("qk_rope_head_dim"), f.int("v_head_dim")
+        head_dim, kv = nope + rope, heads
+        attn = (h * q_lora + q_lora + q_lora * heads * head_dim + h * (kv_lora + rope) + kv_lora
+                + kv_lora * heads * (nope + v_dim) + heads * v_dim * h)
+    else:
+        kv = f.int("num_key_value_heads", default=heads)
+        head_dim = f.int("head_dim", default=h // heads)
+        attn = h * heads * head_dim + 2 * h * kv * head_dim + heads * head_dim * h
+        if family == "qwen2_moe":
+            attn += heads * head_dim + 2 * kv * head_dim
+        if family == "qwen3_moe":
+            attn += 2 * head_dim
+    moe_layers = layers - dense_layers
+    expert_params = moe_layers * experts * 3 * h * expert_ffn
+    router = experts * h  # deepseek_v3's e_score_correction_bias is a buffer in transformers, not a parameter
+    shared = 3 * h * shared_ffn + (h if family == "qwen2_moe" else 0)
+    total = (vocab * h + layers * (attn + 2 * h) + h + (0 if tied else vocab * h) + expert_params
+             + moe_layers * (router + shared) + dense_layers * 3 * h * dense_ffn)
+    # transformers keeps a layer's routed experts in one module (fused gate/up and down weights)
+    largest = max(vocab * h, h * heads * head_dim, h * dense_ffn if dense_layers else 0, experts * 3 * h * expert_ffn)
+    dims = dict(layers=layers, hidden=h, heads=heads, kv_heads=kv, head_dim=head_dim, ffn=dense_ffn, vocab=vocab,
+                experts=experts, experts_per_token=top_k, expert_ffn=expert_ffn, shared_ffn=shared_ffn,
+                moe_layers=moe_layers, expert_params=expert_params, v_head_dim=v_dim)
+    return total, dims, largest
+
+
 def _gpt2(f: _Fields) -> tuple[int, dict[str, int], int]:
     h = f.int("n_embd", "hidden_size")
     layers = f.int("n_layer", "num_hidden_layers")
@@ -217,13 +280,15 @@ def shape_from_config(path: str | Path) -> ModelShape:
     f.used["model_type"] = model_type
     if family in LLAMA_STYLE:
         total, dims, largest = _llama_style(f, family)
+    elif family in MOE:
+        total, dims, largest = _moe(f, family)
     elif family == "gpt2":
         total, dims, largest = _gpt2(f)
     elif family == "gpt_neox":
         total, dims, largest = _gpt_neox(f)
     else:
         total, dims, largest = _opt(f)
-    if dims["hidden"] % dims["heads"]:
+    if dims["hidden"] % dims["heads"] and family not in MOE:
         raise DistdxError("DX-ESTIMATE-003", f"{path}: hidden size {dims['hidden']} is not divisible by "
                           f"{dims['heads']} attention heads", why="each head gets hidden/heads dimensions",
                           hint="check the hidden size and number of heads in the config")

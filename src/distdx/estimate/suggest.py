@@ -39,6 +39,7 @@ class CostModel:
     offload_optimizer: Mapping[str, Cost]
     offload_params: Mapping[str, Cost]
     checkpointing: Mapping[str, Cost]
+    loss: Mapping[str, Cost]
     micro_batch_halving: Cost
     tensor_parallel_doubling: Cost
 
@@ -63,6 +64,7 @@ def cost_model() -> CostModel:
         offload_optimizer={k: _cost(v, f"offload_optimizer.{k}") for k, v in data["offload_optimizer"].items()},
         offload_params={k: _cost(v, f"offload_params.{k}") for k, v in data["offload_params"].items()},
         checkpointing={k: _cost(v, f"checkpointing.{k}") for k, v in data["checkpointing"].items()},
+        loss={k: _cost(v, f"loss.{k}") for k, v in data["loss"].items()},
         micro_batch_halving=_cost(data["micro_batch_halving"], "micro_batch_halving"),
         tensor_parallel_doubling=_cost(data["tensor_parallel_doubling"], "tensor_parallel_doubling"),
     )
@@ -85,7 +87,8 @@ def _candidates(shape: ModelShape, setup: Setup, allow_tp: bool, allow_flash: bo
     par = [setup.offload_params] + (["cpu", "nvme"] if train and setup.offload_params == "none" else
                                     ["nvme"] if train and setup.offload_params == "cpu" else [])
     ckpt = CHECKPOINTING[CHECKPOINTING.index(setup.checkpointing):] if train else (setup.checkpointing,)
-    flash = (setup.flash_attention, True) if allow_flash and not setup.flash_attention else (setup.flash_attention,)
+    flash = (setup.attention, "flash") if allow_flash and setup.attention == "eager" else (setup.attention,)
+    losses = (setup.loss, "chunked") if train and setup.loss == "full" else (setup.loss,)
     micro = _halvings(setup.micro_batch)
     tps = [setup.tp]
     if allow_tp:
@@ -93,10 +96,10 @@ def _candidates(shape: ModelShape, setup: Setup, allow_tp: bool, allow_flash: bo
         while t <= setup.gpus_per_node and setup.world_size % (t * setup.pp * setup.cp) == 0 and shape.heads % t == 0:
             tps.append(t)
             t *= 2
-    for stage, o, p, c, f, mb, tp in itertools.product(stages, opt, par, ckpt, flash, micro, tps):
+    for stage, o, p, c, f, mb, tp, loss in itertools.product(stages, opt, par, ckpt, flash, micro, tps, losses):
         dp = setup.world_size // (tp * setup.pp * setup.cp)
         yield setup.with_changes(zero_stage=stage, offload_optimizer=o, offload_params=p, checkpointing=c,
-                                 flash_attention=f, micro_batch=mb, tp=tp, dp=dp)
+                                 attention=f, micro_batch=mb, tp=tp, dp=dp, loss=loss)
 
 
 def describe(before: Setup, after: Setup, costs: CostModel | None = None) -> tuple[tuple[str, ...], float, tuple[str, ...]]:
@@ -133,6 +136,8 @@ def describe(before: Setup, after: Setup, costs: CostModel | None = None) -> tup
         if before.checkpointing != "none":
             c = Cost(c.cost - costs.checkpointing[before.checkpointing].cost, c.why)
         add(f"activation checkpointing {before.checkpointing} -> {after.checkpointing}", c)
+    if after.loss != before.loss:
+        add(f"{after.loss} cross-entropy", costs.loss[after.loss])
     if after.micro_batch != before.micro_batch:
         halvings = (before.micro_batch // after.micro_batch).bit_length() - 1
         base = costs.micro_batch_halving
@@ -184,7 +189,8 @@ def suggest(shape: ModelShape, setup: Setup, gpu_memory: int, *, cpu_memory: int
     return tuple(chosen)
 
 
-_SEARCHED = ("zero_stage", "offload_optimizer", "offload_params", "checkpointing", "flash_attention", "micro_batch", "tp")
+_SEARCHED = ("zero_stage", "offload_optimizer", "offload_params", "checkpointing", "attention", "micro_batch", "tp",
+             "loss")
 
 
 def _changed(before: Setup, after: Setup) -> frozenset[str]:

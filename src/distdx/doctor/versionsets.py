@@ -1,0 +1,365 @@
+"""Compatible version sets: which versions of the packages involved go together, from the table alone.
+
+The table is data: ``version_rules`` in ``compat.yaml`` (release documents such as PyTorch's
+compatibility matrix, and evidence rules keyed on error text) and ``compat_releases.yaml`` (what every
+release of DeepSpeed, Colossal-AI, Megatron-Core, LLaMA-Factory and ms-swift declares, read from its
+requirement files at each release tag). A rule says: every version of the ``when`` package in that
+range needs ``requires`` (a list means any one of them). An evidence rule applies when its pattern
+occurs in the diagnosis text.
+
+:func:`version_set` takes the packages whose versions are in question, the versions installed (given,
+read by ``distdx doctor`` into an :class:`~distdx.doctor.models.Environment`, or quoted in the log)
+and the evidence text. Installed packages that are not in question stay as they are; a rule whose
+``when`` holds for one of them constrains the packages in question (forward), and a rule whose
+``requires`` the installed version breaks excludes that ``when`` range (backward). A package the table
+says nothing about here is answered "unknown" with why, never guessed. The result carries a pip
+constraints file, each line with its reasons and sources, and the one command that applies it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Iterable, Mapping
+
+import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from distdx.doctor.models import Environment
+from distdx.doctor.versions import normalise
+from distdx.errors import DistdxError
+
+# Entries that are not pip packages: they appear in the answer, as comments in the constraints file.
+PLATFORM = frozenset({"python", "cuda"})
+CONSTRAINTS_FILE = "distdx-constraints.txt"
+
+
+@dataclass(frozen=True)
+class VersionRule:
+    """Every version of ``when``'s package in its range needs each ``requires`` entry (alternatives
+    ORed). An evidence rule (``evidence`` set) applies when its pattern occurs in the evidence text."""
+
+    code: str
+    when: Mapping[str, str]
+    requires: Mapping[str, tuple[str, ...]]
+    source: str
+    reason: str = ""
+    evidence: str | None = None
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One constraint on a package: any of ``alternatives`` (specifier sets), with where it comes from."""
+
+    alternatives: tuple[str, ...]
+    reason: str
+    source: str
+    code: str
+
+    def contains(self, version: Version) -> bool:
+        return any(SpecifierSet(a).contains(version, prereleases=True) for a in self.alternatives)
+
+
+@dataclass(frozen=True)
+class Pin:
+    package: str
+    clauses: tuple[Clause, ...]
+    specifier: str  # what the constraints file says (pip has no OR: see ``chosen``)
+    chosen: str = ""  # when a clause had alternatives, which one the constraints file took and why
+
+    def contains(self, version: str) -> bool:
+        try:
+            v = Version(version)
+        except InvalidVersion:
+            return False
+        return all(c.contains(v) for c in self.clauses)
+
+
+@dataclass(frozen=True)
+class Unknown:
+    package: str
+    why: str
+
+
+@dataclass(frozen=True)
+class VersionSet:
+    pins: tuple[Pin, ...]
+    unknown: tuple[Unknown, ...]
+    kept: Mapping[str, str]  # installed versions taken as fixed
+    conflicts: tuple[str, ...] = ()
+    constraints: str = ""
+    command: str = ""
+
+    def pin(self, package: str) -> Pin | None:
+        want = _name(package)
+        return next((p for p in self.pins if p.package == want), None)
+
+    def to_dict(self) -> dict:
+        return {
+            "pins": [{"package": p.package, "specifier": p.specifier, "chosen": p.chosen,
+                      "clauses": [{"alternatives": list(c.alternatives), "reason": c.reason, "source": c.source,
+                                   "code": c.code} for c in p.clauses]} for p in self.pins],
+            "unknown": [{"package": u.package, "why": u.why} for u in self.unknown],
+            "kept": dict(self.kept), "conflicts": list(self.conflicts),
+            "constraints": self.constraints, "command": self.command,
+        }
+
+
+_ALIASES = {"pytorch": "torch", "cuda-toolkit": "cuda", "megatron": "megatron-core", "transformer-engine-torch":
+            "transformer-engine", "te": "transformer-engine", "flash-attention": "flash-attn",
+            "flash-attn-2": "flash-attn", "colossal-ai": "colossalai", "llama-factory": "llamafactory",
+            "swift": "ms-swift"}
+
+
+def _name(package: str) -> str:
+    n = normalise(package.strip())
+    return _ALIASES.get(n, n)
+
+
+def _bad(source: str, what: str) -> DistdxError:
+    return DistdxError("DX-DOCTOR-006", f"{source}: {what}",
+                       why="the version-set table is versioned data that must load cleanly",
+                       hint="fix the rule; every rule needs a code, a `when` or an `evidence`, `requires` with "
+                            "valid PEP 440 specifiers, and a `source`")
+
+
+def _spec(text: str, where: str) -> str:
+    try:
+        return str(SpecifierSet(str(text)))
+    except InvalidSpecifier:
+        raise _bad(where, f"{text!r} is not a PEP 440 specifier") from None
+
+
+def parse_rules(entries: Iterable[dict], where: str) -> tuple[VersionRule, ...]:
+    rules = []
+    for i, e in enumerate(entries):
+        code = str(e.get("code") or f"{where}#{i}")
+        if not e.get("source") or not e.get("requires") or not (e.get("when") or e.get("evidence")):
+            raise _bad(where, f"{code}: needs `source`, `requires` and `when` or `evidence`")
+        if e.get("evidence"):
+            try:
+                re.compile(e["evidence"])
+            except re.error as err:
+                raise _bad(where, f"{code}: evidence pattern: {err}") from None
+        when = {_name(k): _spec(v, f"{where} {code}") for k, v in (e.get("when") or {}).items()}
+        requires = {_name(k): tuple(_spec(a, f"{where} {code}") for a in (v if isinstance(v, list) else [v]))
+                    for k, v in e["requires"].items()}
+        rules.append(VersionRule(code=code, when=when, requires=requires, source=str(e["source"]),
+                                 reason=str(e.get("reason", "")), evidence=e.get("evidence")))
+    return tuple(rules)
+
+
+@dataclass(frozen=True)
+class Table:
+    rules: tuple[VersionRule, ...]
+    releases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def packages(self) -> frozenset[str]:
+        names = set(self.releases)
+        for r in self.rules:
+            names.update(r.when)
+            names.update(r.requires)
+        return frozenset(names)
+
+
+def load_table(compat_text: str, releases_text: str) -> Table:
+    compat_data = yaml.safe_load(compat_text) or {}
+    rel = yaml.safe_load(releases_text) or {}
+    if rel.get("version") != 1:
+        raise _bad("compat_releases.yaml", "expected `version: 1`")
+    rules = parse_rules(compat_data.get("version_rules") or (), "compat.yaml")
+    generated = [{"code": f"REL-{_name(next(iter(r['when'])))}-{i:03d}", **r} for i, r in enumerate(rel["rules"])]
+    rules += parse_rules(generated, "compat_releases.yaml")
+    releases = {_name(k): tuple(str(v) for v in vs) for k, vs in (rel.get("releases") or {}).items()}
+    return Table(rules=rules, releases=releases)
+
+
+@lru_cache(maxsize=1)
+def table() -> Table:
+    pkg = resources.files("distdx.doctor")
+    return load_table(pkg.joinpath("compat.yaml").read_text(encoding="utf-8"),
+                      pkg.joinpath("compat_releases.yaml").read_text(encoding="utf-8"))
+
+
+# Versions quoted in logs: ds_report and `transformers-cli env` / `accelerate env` blocks, pip freeze,
+# pip list, `pip show`, nvcc and the Python banner.
+_VERSION = r"v?(\d+(?:\.\d+){1,3}(?:[.+-]?(?:post|dev|rc|a|b)\d*)?)"
+_TEXT_PATTERNS = (
+    re.compile(r"^\W*(torch|deepspeed|python|nvcc|torch cuda|cuda)\s+(?:version|info)\s*\.{3,}\s*\[?" + _VERSION,
+               re.I | re.M),
+    re.compile(r"^\W*`?([A-Za-z][\w.\-]*?)`?(?: \(GPU\?\))?\s+version(?: \(GPU\?\))?\s*:\s*" + _VERSION, re.I | re.M),
+    re.compile(r"^\W*([A-Za-z][\w.\-]*)\s*==\s*" + _VERSION + r"\s*$", re.M),
+    re.compile(r"^([A-Za-z][\w.\-]*)[ \t]{2,}" + _VERSION + r"(?:\s|$)", re.M),
+    re.compile(r"^Name:\s*([\w.\-]+)\s*\nVersion:\s*" + _VERSION, re.M),
+    re.compile(r"\b(Python|CUDA)[ \t]+" + _VERSION + r"\b"),
+    re.compile(r"Cuda compilation tools, release (\d+\.\d+)()"),
+)
+_TEXT_ALIASES = {"nvcc": "cuda", "torch-cuda": "cuda", "pytorch": "torch", "platform": ""}
+
+
+def versions_in_text(text: str) -> dict[str, str]:
+    """Package -> version as quoted in ``text`` (the first mention of each wins); only names the table
+    knows, so prose numbers are not taken for versions."""
+    known = table().packages
+    found: dict[str, str] = {}
+    for pattern in _TEXT_PATTERNS:
+        for m in pattern.finditer(text or ""):
+            raw, version = m.group(1), m.group(2)
+            if pattern.pattern.startswith("Cuda compilation"):
+                raw, version = "cuda", m.group(1)
+            name = _TEXT_ALIASES.get(normalise(raw), _name(raw))
+            if name in known and name not in found:
+                found[name] = version
+    return found
+
+
+def _complement(spec: str) -> tuple[str, ...]:
+    """The versions outside a ``>=a,<b`` / ``>=a,<=b`` / ``==a`` range, as alternatives."""
+    out = []
+    for s in SpecifierSet(spec):
+        flipped = {">=": "<", ">": "<=", "<": ">=", "<=": ">", "==": "!=", "!=": "=="}.get(s.operator)
+        if flipped is None:
+            return ()
+        out.append(f"{flipped}{s.version}")
+    return tuple(out)
+
+
+def _satisfies(version: str, alternatives: Iterable[str]) -> bool:
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return False
+    return any(SpecifierSet(a).contains(v, prereleases=True) for a in alternatives)
+
+
+def _probes(clauses: list[Clause], releases: tuple[str, ...]) -> list[Version]:
+    """Versions to try: the known releases and every version a clause names (with ``.*`` dropped)."""
+    out = set()
+    for text in list(releases) + [s.version.removesuffix(".*") for c in clauses for a in c.alternatives
+                                  for s in SpecifierSet(a)]:
+        try:
+            out.add(Version(text))
+        except InvalidVersion:
+            continue
+    return sorted(out)
+
+
+def _tightest(specs: list[str]) -> str:
+    """One specifier set with the highest lower bound and the lowest upper bound of ``specs``."""
+    lower = upper = None
+    rest = []
+    for s in SpecifierSet(",".join(specs)):
+        v = Version(s.version) if not s.version.endswith(".*") else None
+        if s.operator in (">=", ">") and v is not None:
+            if lower is None or (v, s.operator == ">") > (Version(lower.version), lower.operator == ">"):
+                lower = s
+        elif s.operator in ("<", "<=") and v is not None:
+            if upper is None or (v, s.operator == "<=") < (Version(upper.version), upper.operator == "<="):
+                upper = s
+        else:
+            rest.append(str(s))
+    return ",".join([str(x) for x in (lower, upper) if x is not None] + sorted(rest))
+
+
+def _collapse(clauses: list[Clause], releases: tuple[str, ...]) -> tuple[str, str, bool]:
+    """The constraints-file specifier for a package, how alternatives were chosen, and whether any
+    version is left. pip cannot OR, so where a clause has alternatives the newest version that meets
+    every clause (known releases and the bounds the clauses name) decides which one is written."""
+    allowed = [v for v in _probes(clauses, releases) if all(c.contains(v) for c in clauses)]
+    released = [v for v in allowed if str(v) in releases] if releases else allowed
+    target = max(released or allowed, default=None)
+    fixed, chosen = [], []
+    for c in clauses:
+        pick = c.alternatives[0]
+        if len(c.alternatives) > 1 and target is not None:
+            pick = next(a for a in c.alternatives if SpecifierSet(a).contains(target, prereleases=True))
+            chosen.append(f"{pick} of {' | '.join(c.alternatives)} ({c.code})")
+        fixed.append(pick)
+    alive = bool(released) if releases else target is not None
+    return _tightest(fixed), "; ".join(chosen), alive
+
+
+def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None = None, evidence: str = "",
+                environment: Environment | None = None, rules: Table | None = None) -> VersionSet:
+    """The versions of ``packages`` compatible with what is installed and with the evidence, from the
+    table alone (see the module docstring). Never raises on unknown names: they are answered unknown."""
+    tab = rules or table()
+    targets = list(dict.fromkeys(_name(p) for p in packages if p and p.strip()))
+    seen: dict[str, str] = {}
+    if environment is not None:
+        seen.update({_name(k): v for k, v in environment.packages.items()})
+        seen["python"] = environment.python_version
+        if environment.torch_cuda:
+            seen["cuda"] = environment.torch_cuda
+    seen.update({_name(k): str(v) for k, v in (installed or {}).items()})
+    for name, version in versions_in_text(evidence).items():
+        seen.setdefault(name, version)
+    kept = {k: v for k, v in seen.items() if k not in targets}
+
+    clauses: dict[str, list[Clause]] = {t: [] for t in targets}
+    for rule in tab.rules:
+        if rule.evidence is not None:
+            if re.search(rule.evidence, evidence or "") and all(
+                    k in kept and _satisfies(kept[k], [v]) for k, v in rule.when.items()):
+                for pkg, alts in rule.requires.items():
+                    if pkg in clauses:
+                        clauses[pkg].append(Clause(alts, rule.reason or "named by the evidence", rule.source, rule.code))
+            continue
+        (wpkg, wspec), = rule.when.items() if len(rule.when) == 1 else ((None, None),)
+        if wpkg is None:
+            continue
+        if wpkg in kept and _satisfies(kept[wpkg], [wspec]):
+            for pkg, alts in rule.requires.items():
+                if pkg in clauses:
+                    clauses[pkg].append(Clause(alts, f"{wpkg} {kept[wpkg]} (installed) needs {pkg} "
+                                                     f"{' or '.join(alts)}", rule.source, rule.code))
+        elif wpkg in clauses:
+            for pkg, alts in rule.requires.items():
+                if pkg in kept and not _satisfies(kept[pkg], alts):
+                    outside = _complement(wspec)
+                    if outside:
+                        clauses[wpkg].append(Clause(outside, f"{wpkg}{wspec} needs {pkg} {' or '.join(alts)}, "
+                                                             f"installed {pkg} is {kept[pkg]}", rule.source,
+                                                    rule.code))
+
+    pins, unknown, conflicts = [], [], []
+    for pkg in targets:
+        if pkg not in tab.packages:
+            unknown.append(Unknown(pkg, f"{pkg} is not in the compatibility table"))
+            continue
+        if not clauses[pkg]:
+            unknown.append(Unknown(pkg, f"no rule of the table constrains {pkg} given "
+                                        + (", ".join(f"{k} {v}" for k, v in sorted(kept.items()))
+                                           or "no installed version") + (" and the evidence" if evidence else "")))
+            continue
+        spec, chosen, alive = _collapse(clauses[pkg], tab.releases.get(pkg, ()))
+        if not alive:
+            conflicts.append(f"no known {pkg} release meets every rule: "
+                             + "; ".join(f"{' | '.join(c.alternatives)} ({c.code})" for c in clauses[pkg]))
+        pins.append(Pin(pkg, tuple(clauses[pkg]), spec, chosen))
+    constraints = _constraints_text(pins, {k: v for k, v in kept.items() if k in tab.packages})
+    pip_targets = [p.package for p in pins if p.package not in PLATFORM]
+    command = f"pip install -c {CONSTRAINTS_FILE} " + " ".join(pip_targets) if pip_targets else ""
+    return VersionSet(tuple(pins), tuple(unknown), kept, tuple(conflicts), constraints, command)
+
+
+def _constraints_text(pins: list[Pin], kept: Mapping[str, str]) -> str:
+    lines = ["# pip constraints written by distdx from its compatibility table (doctor/compat*.yaml)"]
+    for p in pins:
+        why = [f"#   {c.code}: {c.reason} [{c.source}]" for c in p.clauses]
+        if p.chosen:
+            why.append(f"#   chose {p.chosen}")
+        line = f"{p.package}{p.specifier}" if p.package not in PLATFORM else f"# {p.package} {p.specifier} (not pip)"
+        lines += why + [line]
+    for name, version in sorted(kept.items()):
+        if name not in PLATFORM:
+            try:
+                Version(version)
+            except InvalidVersion:
+                continue
+            lines.append(f"{name}=={Version(version).public}  # installed, kept")
+    return "\n".join(lines) + "\n"

@@ -1,7 +1,8 @@
-"""Regenerate ``src/distdx/doctor/compat_releases.yaml``: what each release of a framework declares it
-needs, read from the framework's own requirement files at every release tag of its git repository.
+"""Regenerate ``src/distdx/doctor/compat_releases.yaml``, what each release of a framework declares it
+needs (its own requirement files at every release tag of its git repository), and
+``api_history.json``, which releases have each of its modules and public names.
 
-    python scripts/compat_from_mirrors.py --mirror DIR > src/distdx/doctor/compat_releases.yaml
+    python scripts/compat_from_mirrors.py --mirror DIR --out src/distdx/doctor
 
 DIR holds bare clones named ``owner+name/repo`` (deepspeedai+DeepSpeed, hpcaitech+ColossalAI,
 NVIDIA+Megatron-LM, hiyouga+LlamaFactory, modelscope+ms-swift). Only final releases are read (no rc,
@@ -12,6 +13,7 @@ rule, so the file stays small and every rule names the tags it was read from.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -22,14 +24,25 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-# package name on PyPI, mirror folder, tag prefix, files holding its requirements
+# package name on PyPI, mirror folder, tag prefix, files holding its requirements, its import root
 PROJECTS = (
-    ("deepspeed", "deepspeedai+DeepSpeed", "v", ("requirements/requirements.txt", "setup.py")),
-    ("colossalai", "hpcaitech+ColossalAI", "v", ("requirements/requirements.txt", "setup.py")),
+    ("deepspeed", "deepspeedai+DeepSpeed", "v", ("requirements/requirements.txt", "setup.py"), "deepspeed"),
+    ("colossalai", "hpcaitech+ColossalAI", "v", ("requirements/requirements.txt", "setup.py"), "colossalai"),
     ("megatron-core", "NVIDIA+Megatron-LM", "core_v",
-     ("megatron/core/requirements.txt", "pyproject.toml", "setup.py")),
-    ("llamafactory", "hiyouga+LlamaFactory", "v", ("requirements.txt", "pyproject.toml", "setup.py")),
-    ("ms-swift", "modelscope+ms-swift", "v", ("requirements/framework.txt", "requirements/megatron.txt", "setup.py")),
+     ("megatron/core/requirements.txt", "pyproject.toml", "setup.py"), "megatron/core"),
+    ("llamafactory", "hiyouga+LlamaFactory", "v", ("requirements.txt", "pyproject.toml", "setup.py"), None),
+    ("ms-swift", "modelscope+ms-swift", "v", ("requirements/framework.txt", "requirements/megatron.txt", "setup.py"),
+     None),
+    ("accelerate", "huggingface+accelerate", "v", ("setup.py", "pyproject.toml"), "src/accelerate"),
+    ("peft", "huggingface+peft", "v", ("requirements.txt", "setup.py", "pyproject.toml"), "src/peft"),
+    ("trl", "huggingface+trl", "v", ("requirements.txt", "setup.py", "setup.cfg", "pyproject.toml"), "trl"),
+    ("xformers", "facebookresearch+xformers", "v", ("requirements.txt", "setup.py", "pyproject.toml"), None),
+    ("transformer-engine", "NVIDIA+TransformerEngine", "v",
+     ("build_tools/pytorch.py", "transformer_engine/pytorch/setup.py", "setup.py", "pyproject.toml"),
+     "transformer_engine"),
+    ("flash-attn", "Dao-AILab+flash-attention", "v", ("setup.py", "pyproject.toml"), "flash_attn"),
+    ("bitsandbytes", "bitsandbytes-foundation+bitsandbytes", "", ("requirements.txt", "setup.py", "pyproject.toml"),
+     "bitsandbytes"),
 )
 # the dependencies a version set is asked about; others (tqdm, rich...) are left out
 WATCHED = {"torch", "transformers", "accelerate", "peft", "deepspeed", "numpy", "pydantic", "flash-attn", "vllm",
@@ -58,10 +71,37 @@ def _requirement_lines(path: str, text: str) -> list[str]:
         if project.get("requires-python"):
             lines.append(f"python{project['requires-python']}")
         return lines
-    if path.endswith(".py"):
+    if path.endswith("setup.py"):
         lines = [f"python{m.group(1)}" for m in _PYTHON_REQUIRES.finditer(text)]
-        return lines + [m.group(1) for m in _QUOTED.finditer(text)]
+        return lines + [m.group(1) for m in _QUOTED.finditer(_install_requires(text))]
+    if path.endswith(".py"):  # a build helper whose function returns the requirement list
+        return [m.group(1) for m in _QUOTED.finditer(text)]
+    if path.endswith(".cfg"):
+        block = re.search(r"install_requires\s*=\s*\n((?:[ \t]+\S.*\n)+)", text)
+        return [ln.strip() for ln in block.group(1).splitlines()] if block else []
     return [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
+
+
+def _bracketed(text: str, at: int) -> str:
+    """The text of the [...] list opening at ``text[at]``."""
+    depth = 0
+    for i in range(at, len(text)):
+        depth += {"[": 1, "]": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[at:i + 1]
+    return ""
+
+
+def _install_requires(setup_py: str) -> str:
+    """The install_requires list of a setup.py, literal or through the name it is assigned to (extras
+    are left out: they are not requirements)."""
+    m = re.search(r"install_requires\s*=\s*(\[|[A-Za-z_]\w*)", setup_py)
+    if not m:
+        return ""
+    if m.group(1) == "[":
+        return _bracketed(setup_py, m.start(1))
+    assigned = re.search(rf"^{re.escape(m.group(1))}\s*=\s*\[", setup_py, re.M)
+    return _bracketed(setup_py, assigned.end() - 1) if assigned else ""
 
 
 def declared(repo: Path, tag: str, files: tuple[str, ...]) -> dict[str, str]:
@@ -119,27 +159,91 @@ def rules_for(package: str, repo: Path, prefix: str, files: tuple[str, ...]) -> 
     return rules, known
 
 
+_DEFINES = re.compile(r"^(?:(?:async\s+)?def|class)\s+([A-Za-z]\w*)|^([A-Za-z]\w*)\s*(?::[^=]*)?=(?!=)"
+                      r"|^from\s+\S+\s+import\s+([A-Za-z][\w, ]*)$")
+
+
+def _module(path: str, root: str) -> str:
+    top = root.rsplit("/", 1)[0] + "/" if "/" in root and root.startswith("src/") else ""
+    return path[len(top):-3].replace("/", ".").removesuffix(".__init__")
+
+
+def api_history(repo: Path, tagged: list[tuple[Version, str]], root: str) -> dict:
+    """Which releases have each module under ``root`` and each public top-level name (def, class,
+    assignment, single-line re-export) in it, as index ranges into the release list; only what some
+    release lacks is kept (a name every release has constrains nothing), and a name only where its
+    releases differ from its module's."""
+    modules: dict[str, list[int]] = {}
+    names: dict[tuple[str, str], list[int]] = {}
+    for i, (_, tag) in enumerate(tagged):
+        for path in (_git(repo, "ls-tree", "-r", "--name-only", tag, "--", root) or "").split():
+            if path.endswith(".py"):
+                modules.setdefault(_module(path, root), []).append(i)
+        grep = _git(repo, "grep", "-E", r"^((async )?def |class |[A-Za-z]\w*\s*(:[^=]*)?=[^=]|from \S+ import [A-Za-z])",
+                    tag, "--", f"{root}/*.py") or ""
+        for line in grep.splitlines():
+            _, path, text = line.split(":", 2)
+            m = _DEFINES.match(text)
+            if not m:
+                continue
+            found = [m.group(1) or m.group(2)] if not m.group(3) else [n.strip() for n in m.group(3).split(",")]
+            for name in found:
+                if name and not name.startswith("_") and name.isidentifier():
+                    hits = names.setdefault((_module(path, root), name), [])
+                    if not hits or hits[-1] != i:
+                        hits.append(i)
+    last = len(tagged) - 1
+
+    def ranges(idx: list[int]) -> list[list[int]] | None:
+        if idx[0] == 0 and idx[-1] == last and len(idx) == last + 1:
+            return None
+        out: list[list[int]] = []
+        for i in idx:
+            if out and out[-1][1] == i - 1:
+                out[-1][1] = i
+            else:
+                out.append([i, i])
+        return out
+
+    mods = {m: r for m, idx in sorted(modules.items()) if (r := ranges(idx))}
+    by_module: dict[str, dict[str, list[list[int]]]] = {}
+    for (m, n), idx in sorted(names.items()):
+        # a name that comes and goes with its module says nothing the module's entry does not
+        if idx != modules.get(m) and (r := ranges(idx)):
+            by_module.setdefault(m, {})[n] = r
+    return {"modules": mods, "names": by_module}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mirror", required=True, type=Path)
+    ap.add_argument("--out", required=True, type=Path, help="the folder of compat_releases.yaml and api_history.json")
     args = ap.parse_args(argv)
     rules: list[dict] = []
     known: dict[str, list[str]] = {}
+    history: dict[str, dict] = {}
     commits = []
-    for package, folder, prefix, files in PROJECTS:
+    for package, folder, prefix, files, root in PROJECTS:
         repo = args.mirror / folder / "repo"
         head = (_git(repo, "rev-parse", "HEAD") or "?").strip()
         commits.append(f"{folder.replace('+', '/')} {head}")
         r, k = rules_for(package, repo, prefix, files)
         rules += r
         known[package] = k
+        if root:
+            history[package] = {"root": root.removeprefix("src/").replace("/", "."), "releases": k,
+                                "source": f"{folder.replace('+', '/')} {head}, release tags",
+                                **api_history(repo, releases(repo, prefix), root)}
     header = ("# Generated by scripts/compat_from_mirrors.py from each project's release tags; do not edit.\n"
               "# A rule: every release of the `when` package in that range declares `requires` (its own\n"
               "# requirement files, read at the tags named in `source`). Repositories at:\n"
               + "".join(f"#   {c}\n" for c in commits))
     body = yaml.safe_dump({"version": 1, "releases": known, "rules": rules}, sort_keys=False, width=120,
                           default_flow_style=None)
-    sys.stdout.write(header + body)
+    (args.out / "compat_releases.yaml").write_text(header + body, encoding="utf-8")
+    (args.out / "api_history.json").write_text(
+        json.dumps({"version": 1, "packages": history}, sort_keys=True, separators=(",", ":")) + "\n",
+        encoding="utf-8")
     return 0
 
 

@@ -18,6 +18,7 @@ constraints file, each line with its reasons and sources, and the one command th
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -35,6 +36,7 @@ from distdx.errors import DistdxError
 # Entries that are not pip packages: they appear in the answer, as comments in the constraints file.
 PLATFORM = frozenset({"python", "cuda"})
 CONSTRAINTS_FILE = "distdx-constraints.txt"
+_FORWARD_ONLY = frozenset({"cuda"})
 
 
 @dataclass(frozen=True)
@@ -71,11 +73,11 @@ class Pin:
     chosen: str = ""  # when a clause had alternatives, which one the constraints file took and why
 
     def contains(self, version: str) -> bool:
+        """Whether the constraints file admits ``version`` (what pip will enforce)."""
         try:
-            v = Version(version)
+            return SpecifierSet(self.specifier).contains(Version(version), prereleases=True)
         except InvalidVersion:
             return False
-        return all(c.contains(v) for c in self.clauses)
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,80 @@ def load_table(compat_text: str, releases_text: str) -> Table:
     return Table(rules=rules, releases=releases)
 
 
+@dataclass(frozen=True)
+class ApiHistory:
+    """Which releases of a package have a module or a public top-level name (``api_history.json``,
+    generated from the release tags); what every release has is not listed."""
+
+    package: str
+    root: str  # import root: ``deepspeed``, ``megatron.core``
+    releases: tuple[str, ...]
+    modules: Mapping[str, tuple[tuple[int, int], ...]]
+    names: Mapping[str, Mapping[str, tuple[tuple[int, int], ...]]]
+    source: str
+
+    def specifiers(self, ranges: Iterable[tuple[int, int]]) -> tuple[str, ...]:
+        last = len(self.releases) - 1
+        return tuple(f">={self.releases[i]}" if j == last else f">={self.releases[i]},<{self.releases[j + 1]}"
+                     for i, j in ranges)
+
+
+@lru_cache(maxsize=1)
+def api_history() -> tuple[ApiHistory, ...]:
+    data = json.loads(resources.files("distdx.doctor").joinpath("api_history.json").read_text(encoding="utf-8"))
+    if data.get("version") != 1:
+        raise _bad("api_history.json", "expected `version: 1`")
+
+    def ranges(items: list) -> tuple[tuple[int, int], ...]:
+        return tuple((int(a), int(b)) for a, b in items)
+
+    return tuple(ApiHistory(
+        package=pkg, root=h["root"], releases=tuple(h["releases"]), source=h["source"],
+        modules={m: ranges(r) for m, r in h["modules"].items()},
+        names={m: {n: ranges(r) for n, r in names.items()} for m, names in h["names"].items()},
+    ) for pkg, h in sorted(data["packages"].items()))
+
+
+_MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
+_MISSING_NAME = (re.compile(r"cannot import name '(\w+)' from '([\w.]+)'"),
+                 re.compile(r"module '([\w.]+)' has no attribute '(\w+)'"))
+
+
+def api_clauses(evidence: str, histories: Iterable[ApiHistory] | None = None) -> dict[str, list[Clause]]:
+    """Constraints from an error that names a module or name of a package whose history is known: the
+    releases that have it. A name every release has (or none) gives nothing."""
+    out: dict[str, list[Clause]] = {}
+    hist = tuple(histories if histories is not None else api_history())
+
+    def owner(module: str) -> ApiHistory | None:
+        hits = [h for h in hist if module == h.root or module.startswith(h.root + ".")]
+        return max(hits, key=lambda h: len(h.root), default=None)
+
+    found: list[tuple[ApiHistory, str, tuple[tuple[int, int], ...]]] = []
+    for m in _MISSING_MODULE.finditer(evidence or ""):
+        h = owner(m.group(1))
+        if h and m.group(1) in h.modules:
+            found.append((h, f"module {m.group(1)}", h.modules[m.group(1)]))
+    for pattern in _MISSING_NAME:
+        for m in pattern.finditer(evidence or ""):
+            name, module = (m.group(1), m.group(2)) if pattern is _MISSING_NAME[0] else (m.group(2), m.group(1))
+            h = owner(module)
+            if h is None:
+                continue
+            ranges = h.names.get(module, {}).get(name) or h.modules.get(f"{module}.{name}")
+            if ranges:
+                found.append((h, f"{module}.{name}", ranges))
+    seen = set()
+    for h, what, ranges in found:
+        if (h.package, what) in seen:
+            continue
+        seen.add((h.package, what))
+        out.setdefault(h.package, []).append(Clause(
+            h.specifiers(ranges), f"the error names {what}, which only these {h.package} releases have",
+            h.source, f"API-{h.package}"))
+    return out
+
+
 @lru_cache(maxsize=1)
 def table() -> Table:
     pkg = resources.files("distdx.doctor")
@@ -197,8 +273,10 @@ _TEXT_PATTERNS = (
     re.compile(r"^Name:\s*([\w.\-]+)\s*\nVersion:\s*" + _VERSION, re.M),
     re.compile(r"\b(Python|CUDA)[ \t]+" + _VERSION + r"\b"),
     re.compile(r"Cuda compilation tools, release (\d+\.\d+)()"),
+    # prose: "DeepSpeed 0.13.1", "PyTorch 2.0.1", "torch==2.1" in a sentence
+    re.compile(r"\b([A-Za-z][\w\-]*)(?:\s+v|\s*==\s*|\s+)" + _VERSION + r"\b"),
 )
-_TEXT_ALIASES = {"nvcc": "cuda", "torch-cuda": "cuda", "pytorch": "torch", "platform": ""}
+_TEXT_ALIASES = {"nvcc": "cuda", "torch-cuda": "cuda", "pytorch": "torch", "platform": "", "colossal-ai": "colossalai"}
 
 
 def versions_in_text(text: str) -> dict[str, str]:
@@ -215,6 +293,14 @@ def versions_in_text(text: str) -> dict[str, str]:
             if name in known and name not in found:
                 found[name] = version
     return found
+
+
+def _is_version(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return True
 
 
 def _complement(spec: str) -> tuple[str, ...]:
@@ -267,20 +353,36 @@ def _tightest(specs: list[str]) -> str:
 
 def _collapse(clauses: list[Clause], releases: tuple[str, ...]) -> tuple[str, str, bool]:
     """The constraints-file specifier for a package, how alternatives were chosen, and whether any
-    version is left. pip cannot OR, so where a clause has alternatives the newest version that meets
-    every clause (known releases and the bounds the clauses name) decides which one is written."""
-    allowed = [v for v in _probes(clauses, releases) if all(c.contains(v) for c in clauses)]
-    released = [v for v in allowed if str(v) in releases] if releases else allowed
-    target = max(released or allowed, default=None)
-    fixed, chosen = [], []
+    version is left. pip cannot OR: the file takes the widest range around the newest version that
+    meets every clause (known releases and the bounds the clauses name), and where a clause offers
+    exact series (``==12.1.*``) the series that version is in."""
+    probes = _probes(clauses, releases)
+    ok = [all(c.contains(v) for c in clauses) for v in probes]
+    released = [v for v, good in zip(probes, ok) if good and (not releases or str(v) in releases)]
+    target = max(released or [v for v, good in zip(probes, ok) if good], default=None)
+    if target is None:
+        return _tightest([a for c in clauses for a in c.alternatives[:1]]), "", False
+    at = probes.index(target)
+    lo = at
+    while lo > 0 and ok[lo - 1]:
+        lo -= 1
+    hi = at
+    while hi + 1 < len(probes) and ok[hi + 1]:
+        hi += 1
+    fixed = [c.alternatives[0] for c in clauses if len(c.alternatives) == 1]
+    def meets_all(v: Version) -> bool:
+        return all(c.contains(v) for c in clauses)
+
+    fixed += [f">={probes[lo]}" if lo > 0 or not meets_all(Version("0")) else ""]
+    fixed += [f"<{probes[hi + 1]}" if hi + 1 < len(probes) else f"<={probes[hi]}" if not meets_all(Version("99999"))
+              else ""]
+    chosen = []
     for c in clauses:
-        pick = c.alternatives[0]
-        if len(c.alternatives) > 1 and target is not None:
+        if len(c.alternatives) > 1 and any("==" in a for a in c.alternatives):
             pick = next(a for a in c.alternatives if SpecifierSet(a).contains(target, prereleases=True))
+            fixed.append(pick)
             chosen.append(f"{pick} of {' | '.join(c.alternatives)} ({c.code})")
-        fixed.append(pick)
-    alive = bool(released) if releases else target is not None
-    return _tightest(fixed), "; ".join(chosen), alive
+    return _tightest([f for f in fixed if f]), "; ".join(chosen), bool(released) if releases else True
 
 
 def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None = None, evidence: str = "",
@@ -301,6 +403,7 @@ def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None 
     kept = {k: v for k, v in seen.items() if k not in targets}
 
     clauses: dict[str, list[Clause]] = {t: [] for t in targets}
+    excluded: set[str] = set()  # packages some releases of which a rule ruled out
     for rule in tab.rules:
         if rule.evidence is not None:
             if re.search(rule.evidence, evidence or "") and all(
@@ -319,16 +422,33 @@ def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None 
                                                      f"{' or '.join(alts)}", rule.source, rule.code))
         elif wpkg in clauses:
             for pkg, alts in rule.requires.items():
-                if pkg in kept and not _satisfies(kept[pkg], alts):
+                # the CUDA a torch build names is the one its wheel ships, not the toolkit on the machine:
+                # a machine's CUDA never rules a torch release out
+                if pkg in kept and pkg not in _FORWARD_ONLY and not _satisfies(kept[pkg], alts):
                     outside = _complement(wspec)
                     if outside:
+                        excluded.add(wpkg)
                         clauses[wpkg].append(Clause(outside, f"{wpkg}{wspec} needs {pkg} {' or '.join(alts)}, "
                                                              f"installed {pkg} is {kept[pkg]}", rule.source,
                                                     rule.code))
 
+    for pkg in excluded:
+        # ruling releases out says nothing of releases no rule covers: keep the answer inside the table
+        covered = tuple(dict.fromkeys(r.when[pkg] for r in tab.rules if pkg in r.when and r.evidence is None))
+        clauses[pkg].append(Clause(covered, f"the releases of {pkg} the table covers", "compat.yaml and "
+                                   "compat_releases.yaml `when` ranges", f"COVER-{pkg}"))
+    for pkg, found in api_clauses(evidence).items():
+        if pkg in clauses:
+            clauses[pkg] += found
+        elif pkg not in kept or not (_is_version(kept[pkg]) and all(c.contains(Version(kept[pkg])) for c in found)):
+            # the error names this package's API: it is involved, and what is installed (if known) lacks it
+            clauses[pkg] = list(found)
+            targets.append(pkg)
+            kept.pop(pkg, None)
+
     pins, unknown, conflicts = [], [], []
     for pkg in targets:
-        if pkg not in tab.packages:
+        if pkg not in tab.packages and pkg not in {h.package for h in api_history()}:
             unknown.append(Unknown(pkg, f"{pkg} is not in the compatibility table"))
             continue
         if not clauses[pkg]:

@@ -163,27 +163,39 @@ _DEFINES = re.compile(r"^(?:(?:async\s+)?def|class)\s+([A-Za-z]\w*)|^([A-Za-z]\w
                       r"|^from\s+\S+\s+import\s+([A-Za-z][\w, ]*)$")
 
 
+_METHOD = re.compile(r"^    (?:async\s+)?def\s+([A-Za-z]\w*)")
+
+
 def _module(path: str, root: str) -> str:
     top = root.rsplit("/", 1)[0] + "/" if "/" in root and root.startswith("src/") else ""
     return path[len(top):-3].replace("/", ".").removesuffix(".__init__")
 
 
 def api_history(repo: Path, tagged: list[tuple[Version, str]], root: str) -> dict:
-    """Which releases have each module under ``root`` and each public top-level name (def, class,
-    assignment, single-line re-export) in it, as index ranges into the release list; only what some
+    """Which releases have each module under ``root``, each public top-level name (def, class,
+    assignment, single-line re-export) in it and each public method of its classes (``Class.method``), as index ranges into the release list; only what some
     release lacks is kept (a name every release has constrains nothing), and a name only where its
-    releases differ from its module's."""
+    releases differ from its module's (a method's from its class's)."""
     modules: dict[str, list[int]] = {}
     names: dict[tuple[str, str], list[int]] = {}
     for i, (_, tag) in enumerate(tagged):
         for path in (_git(repo, "ls-tree", "-r", "--name-only", tag, "--", root) or "").split():
             if path.endswith(".py"):
                 modules.setdefault(_module(path, root), []).append(i)
-        grep = _git(repo, "grep", "-E", r"^((async )?def |class |[A-Za-z]\w*\s*(:[^=]*)?=[^=]|from \S+ import [A-Za-z])",
-                    tag, "--", f"{root}/*.py") or ""
+        grep = _git(repo, "grep", "-E", r"^((async )?def |class |[A-Za-z]\w*\s*(:[^=]*)?=[^=]|from \S+ import [A-Za-z]"
+                    r"|    (async )?def [A-Za-z])", tag, "--", f"{root}/*.py") or ""
+        in_class: tuple[str, str] | None = None  # (path, class) whose body the next method lines are in
         for line in grep.splitlines():
             _, path, text = line.split(":", 2)
+            method = _METHOD.match(text)
+            if method:
+                if in_class and in_class[0] == path and not method.group(1).startswith("_"):
+                    hits = names.setdefault((_module(path, root), f"{in_class[1]}.{method.group(1)}"), [])
+                    if not hits or hits[-1] != i:
+                        hits.append(i)
+                continue
             m = _DEFINES.match(text)
+            in_class = (path, m.group(1)) if m and text.startswith("class ") else None
             if not m:
                 continue
             found = [m.group(1) or m.group(2)] if not m.group(3) else [n.strip() for n in m.group(3).split(",")]
@@ -208,8 +220,9 @@ def api_history(repo: Path, tagged: list[tuple[Version, str]], root: str) -> dic
     mods = {m: r for m, idx in sorted(modules.items()) if (r := ranges(idx))}
     by_module: dict[str, dict[str, list[list[int]]]] = {}
     for (m, n), idx in sorted(names.items()):
-        # a name that comes and goes with its module says nothing the module's entry does not
-        if idx != modules.get(m) and (r := ranges(idx)):
+        # a name that comes and goes with its module (a method with its class) says nothing new
+        parent = names.get((m, n.split(".")[0])) if "." in n else modules.get(m)
+        if idx != parent and (r := ranges(idx)):
             by_module.setdefault(m, {})[n] = r
     return {"modules": mods, "names": by_module}
 

@@ -215,13 +215,15 @@ def api_history() -> tuple[ApiHistory, ...]:
 
 
 _MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
+_MISSING_ATTRIBUTE = re.compile(r"(?:type object )?'(\w+)' (?:object )?has no attribute '(\w+)'")
 _MISSING_NAME = (re.compile(r"cannot import name '(\w+)' from '([\w.]+)'"),
                  re.compile(r"module '([\w.]+)' has no attribute '(\w+)'"))
 
 
 def api_clauses(evidence: str, histories: Iterable[ApiHistory] | None = None) -> dict[str, list[Clause]]:
-    """Constraints from an error that names a module or name of a package whose history is known: the
-    releases that have it. A name every release has (or none) gives nothing."""
+    """Constraints from an error that names a module, a name or a class attribute (``'C' object has no
+    attribute 'a'``) of a package whose history is known: the releases that have it. A name every
+    release has (or none) gives nothing."""
     out: dict[str, list[Clause]] = {}
     hist = tuple(histories if histories is not None else api_history())
 
@@ -243,6 +245,12 @@ def api_clauses(evidence: str, histories: Iterable[ApiHistory] | None = None) ->
             ranges = h.names.get(module, {}).get(name) or h.modules.get(f"{module}.{name}")
             if ranges:
                 found.append((h, f"{module}.{name}", ranges))
+    for m in _MISSING_ATTRIBUTE.finditer(evidence or ""):
+        key = f"{m.group(1)}.{m.group(2)}"
+        for h in hist:
+            for module, names in h.names.items():
+                if key in names:
+                    found.append((h, f"{module}.{key}", names[key]))
     seen = set()
     for h, what, ranges in found:
         if (h.package, what) in seen:

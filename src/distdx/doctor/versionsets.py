@@ -394,10 +394,13 @@ def _collapse(clauses: list[Clause], releases: tuple[str, ...]) -> tuple[str, st
 
 
 def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None = None, evidence: str = "",
-                environment: Environment | None = None, rules: Table | None = None) -> VersionSet:
+                environment: Environment | None = None, rules: Table | None = None,
+                histories: tuple[ApiHistory, ...] | None = None) -> VersionSet:
     """The versions of ``packages`` compatible with what is installed and with the evidence, from the
-    table alone (see the module docstring). Never raises on unknown names: they are answered unknown."""
+    table alone (see the module docstring). Never raises on unknown names: they are answered unknown.
+    ``rules`` and ``histories`` replace the bundled table and API history (tests, baselines)."""
     tab = rules or table()
+    hist = api_history() if histories is None else histories
     targets = list(dict.fromkeys(_name(p) for p in packages if p and p.strip()))
     seen: dict[str, str] = {}
     if environment is not None:
@@ -445,7 +448,7 @@ def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None 
         covered = tuple(dict.fromkeys(r.when[pkg] for r in tab.rules if pkg in r.when and r.evidence is None))
         clauses[pkg].append(Clause(covered, f"the releases of {pkg} the table covers", "compat.yaml and "
                                    "compat_releases.yaml `when` ranges", f"COVER-{pkg}"))
-    for pkg, found in api_clauses(evidence).items():
+    for pkg, found in api_clauses(evidence, hist).items():
         if pkg in clauses:
             clauses[pkg] += found
         elif pkg not in kept or not (_is_version(kept[pkg]) and all(c.contains(Version(kept[pkg])) for c in found)):
@@ -456,7 +459,7 @@ def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None 
 
     pins, unknown, conflicts = [], [], []
     for pkg in targets:
-        if pkg not in tab.packages and pkg not in {h.package for h in api_history()}:
+        if pkg not in tab.packages and pkg not in {h.package for h in hist}:
             unknown.append(Unknown(pkg, f"{pkg} is not in the compatibility table"))
             continue
         if not clauses[pkg]:
@@ -491,3 +494,26 @@ def _constraints_text(pins: list[Pin], kept: Mapping[str, str]) -> str:
                 continue
             lines.append(f"{name}=={Version(version).public}  # installed, kept")
     return "\n".join(lines) + "\n"
+
+
+def answer_question(package: str, version: str, relation: str, evidence: str, *, rules: Table | None = None,
+                    histories: tuple[ApiHistory, ...] | None = None) -> tuple[str, VersionSet]:
+    """Score one version question of a labelled case (``scripts/f2_version_questions.py`` derives them
+    from resolutions): ask for ``package`` with the case's own text as evidence (every other version
+    it quotes is kept) and say "hit" when the constraints file admits the version the resolution names,
+    "miss" when it does not, "unknown" when the table gives no answer. ``>=`` and ``==`` questions use
+    that version (``1.x`` stands for the newest of the 1 series, written 1.9999); ``<`` questions the
+    newest known release below it."""
+    tab = rules or table()
+    hist = api_history() if histories is None else histories
+    vs = version_set([package], evidence=evidence, rules=tab, histories=hist)
+    pin = vs.pin(package)
+    wanted: str | None = version[:-2] + ".9999" if version.endswith(".x") else version
+    if relation == "<":
+        known = set(tab.releases.get(_name(package), ())) | {r for h in hist if h.package == _name(package)
+                                                               for r in h.releases}
+        below = [Version(r) for r in known if Version(r) < Version(version)]
+        wanted = str(max(below)) if below else None
+    if pin is None or wanted is None:
+        return "unknown", vs
+    return ("hit" if pin.contains(wanted) else "miss"), vs

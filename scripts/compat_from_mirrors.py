@@ -131,7 +131,8 @@ def releases(repo: Path, prefix: str) -> list[tuple[Version, str]]:
             v = Version(tag[len(prefix):])
         except InvalidVersion:
             continue
-        if not v.is_prerelease:
+        # a tag that is not written as its version ("v0.03") would sort somewhere it does not belong
+        if not v.is_prerelease and str(v) == tag[len(prefix):]:
             out.append((v, tag))
     return sorted(out)
 

@@ -94,7 +94,7 @@ def main(paths: list[str]) -> int:
             if case.get("labels", {}).get("fix_pattern") != "F2":
                 continue
             for q in questions(case):
-                q["file"] = path.rsplit("/", 2)[-2] + "/" + path.rsplit("/", 1)[-1]
+                q["file"] = path.rsplit("/", 1)[-1]
                 sys.stdout.write(json.dumps(q, sort_keys=True) + "\n")
     return 0
 

@@ -445,7 +445,9 @@ def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None 
 
     for pkg in excluded:
         # ruling releases out says nothing of releases no rule covers: keep the answer inside the table
-        covered = tuple(dict.fromkeys(r.when[pkg] for r in tab.rules if pkg in r.when and r.evidence is None))
+        known = tab.releases.get(pkg)
+        covered = ((f">={known[0]},<={known[-1]}",) if known else
+                   tuple(dict.fromkeys(r.when[pkg] for r in tab.rules if pkg in r.when and r.evidence is None)))
         clauses[pkg].append(Clause(covered, f"the releases of {pkg} the table covers", "compat.yaml and "
                                    "compat_releases.yaml `when` ranges", f"COVER-{pkg}"))
     for pkg, found in api_clauses(evidence, hist).items():

@@ -199,3 +199,13 @@ def test_f2_questions_of_the_shared_cases():
                                             c["context"] + "\n\n" + c["log"])[0])
     assert verdicts.count("miss") == 0
     assert verdicts.count("hit") >= 5, verdicts
+
+
+def test_installed_requires_dist_constrains_the_packages_in_question():
+    env = Environment(python_version="3.11.4", packages={"transformers": "4.36.2", "torch": "2.1.2"},
+                      requirements={"transformers": ("tokenizers<0.19,>=0.14", "torch>=1.10; extra == 'torch'"),
+                                    "torch": ("triton==2.1.0; platform_system == 'Linux'",)})
+    vs = version_set(["tokenizers", "triton"], environment=env)
+    assert vs.pin("tokenizers").contains("0.15.2") and not vs.pin("tokenizers").contains("0.19.1")
+    assert vs.pin("triton").specifier == "==2.1.0"
+    assert "DIST-transformers" in {c.code for c in vs.pin("tokenizers").clauses}

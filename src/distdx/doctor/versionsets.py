@@ -30,7 +30,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from distdx.doctor.models import Environment
-from distdx.doctor.versions import normalise
+from distdx.doctor.versions import marker_environment, normalise, requirement_on
 from distdx.errors import DistdxError
 
 # Entries that are not pip packages: they appear in the answer, as comments in the constraints file.
@@ -390,7 +390,9 @@ def _collapse(clauses: list[Clause], releases: tuple[str, ...]) -> tuple[str, st
             pick = next(a for a in c.alternatives if SpecifierSet(a).contains(target, prereleases=True))
             fixed.append(pick)
             chosen.append(f"{pick} of {' | '.join(c.alternatives)} ({c.code})")
-    return _tightest([f for f in fixed if f]), "; ".join(chosen), bool(released) if releases else True
+    fixed = [f for f in fixed if f]
+    exact = [f for f in fixed for one in SpecifierSet(f) if one.operator == "==" and not one.version.endswith(".*")]
+    return _tightest(exact or fixed), "; ".join(chosen), bool(released) if releases else True
 
 
 def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None = None, evidence: str = "",
@@ -443,6 +445,19 @@ def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None 
                                                              f"installed {pkg} is {kept[pkg]}", rule.source,
                                                     rule.code))
 
+    if environment is not None:
+        # what each installed distribution declares (its Requires-Dist, as the doctor read it)
+        markers = marker_environment(environment.python_version)
+        for dist, lines in sorted(environment.requirements.items()):
+            dist_name = _name(dist)
+            if dist_name in clauses or dist_name not in kept:
+                continue
+            for pkg in clauses:
+                spec = requirement_on(lines, pkg, markers)
+                if spec:
+                    clauses[pkg].append(Clause((spec,), f"{dist_name} {kept[dist_name]} (installed) requires {pkg}{spec}",
+                                               f"{dist_name} {kept[dist_name]} Requires-Dist (installed metadata)",
+                                               f"DIST-{dist_name}"))
     for pkg in excluded:
         # ruling releases out says nothing of releases no rule covers: keep the answer inside the table
         known = tab.releases.get(pkg)
@@ -461,13 +476,14 @@ def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None 
 
     pins, unknown, conflicts = [], [], []
     for pkg in targets:
-        if pkg not in tab.packages and pkg not in {h.package for h in hist}:
+        if not clauses[pkg] and pkg not in tab.packages and pkg not in {h.package for h in hist}:
             unknown.append(Unknown(pkg, f"{pkg} is not in the compatibility table"))
             continue
         if not clauses[pkg]:
+            known = [f"{k} {v}" for k, v in sorted(kept.items()) if k in tab.packages]
             unknown.append(Unknown(pkg, f"no rule of the table constrains {pkg} given "
-                                        + (", ".join(f"{k} {v}" for k, v in sorted(kept.items()))
-                                           or "no installed version") + (" and the evidence" if evidence else "")))
+                                        + (", ".join(known) or "no installed version the table knows")
+                                        + (" and the evidence" if evidence else "")))
             continue
         spec, chosen, alive = _collapse(clauses[pkg], tab.releases.get(pkg, ()))
         if not alive:

@@ -209,3 +209,24 @@ def test_installed_requires_dist_constrains_the_packages_in_question():
     assert vs.pin("tokenizers").contains("0.15.2") and not vs.pin("tokenizers").contains("0.19.1")
     assert vs.pin("triton").specifier == "==2.1.0"
     assert "DIST-transformers" in {c.code for c in vs.pin("tokenizers").clauses}
+
+
+def test_contradiction_is_a_conflict_not_a_pin():
+    # python 2.7 rules out every torch row of the matrix, and no torch release outside it is known
+    vs = version_set(["colossalai"], installed={"torch": "1.0.0"},
+                     evidence="ModuleNotFoundError: No module named 'torch._six'")
+    pin = vs.pin("colossalai")
+    # torch 1.0 predates every Colossal-AI requirement range that names torch, and torch._six asks >=0.2.6
+    assert pin is None or pin.contains("0.2.6")
+    vs = version_set(["deepspeed"], installed={"pydantic": "1.10.13"},
+                     evidence="ModuleNotFoundError: No module named 'deepspeed.not_there'\n"
+                              "ImportError: cannot import name 'DeepSpeedZeroOptimizer_Stage3' from "
+                              "'deepspeed.runtime.zero.stage3'")
+    assert vs.pin("deepspeed") is not None
+
+
+def test_multi_package_when_is_rejected():
+    good = (ROOT / "src/distdx/doctor/compat_releases.yaml").read_text(encoding="utf-8")
+    with pytest.raises(DistdxError):
+        load_table("version_rules:\n  - {code: VS-X-003, when: {torch: '>=2', python: '>=3'}, "
+                   "requires: {cuda: '>=12'}, source: s}\n", good)

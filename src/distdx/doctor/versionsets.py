@@ -147,6 +147,8 @@ def parse_rules(entries: Iterable[dict], where: str) -> tuple[VersionRule, ...]:
             except re.error as err:
                 raise _bad(where, f"{code}: evidence pattern: {err}") from None
         when = {_name(k): _spec(v, f"{where} {code}") for k, v in (e.get("when") or {}).items()}
+        if len(when) > 1:
+            raise _bad(where, f"{code}: `when` names one package (a rule is one release range's needs)")
         requires = {_name(k): tuple(_spec(a, f"{where} {code}") for a in (v if isinstance(v, list) else [v]))
                     for k, v in e["requires"].items()}
         rules.append(VersionRule(code=code, when=when, requires=requires, source=str(e["source"]),
@@ -359,17 +361,22 @@ def _tightest(specs: list[str]) -> str:
     return ",".join([str(x) for x in (lower, upper) if x is not None] + sorted(rest))
 
 
+_FLOOR, _CEILING = Version("0"), Version("99999")  # stand for "below every bound" and "above every bound"
+
+
 def _collapse(clauses: list[Clause], releases: tuple[str, ...]) -> tuple[str, str, bool]:
     """The constraints-file specifier for a package, how alternatives were chosen, and whether any
     version is left. pip cannot OR: the file takes the widest range around the newest version that
     meets every clause (known releases and the bounds the clauses name), and where a clause offers
     exact series (``==12.1.*``) the series that version is in."""
-    probes = _probes(clauses, releases)
+    probes = sorted(set(_probes(clauses, releases)) | {_FLOOR, _CEILING})
     ok = [all(c.contains(v) for c in clauses) for v in probes]
-    released = [v for v, good in zip(probes, ok) if good and (not releases or str(v) in releases)]
-    target = max(released or [v for v, good in zip(probes, ok) if good], default=None)
-    if target is None:
-        return _tightest([a for c in clauses for a in c.alternatives[:1]]), "", False
+    good = [v for v, fine in zip(probes, ok) if fine]
+    released = [v for v in good if str(v) in releases]
+    real = [v for v in good if v not in (_FLOOR, _CEILING)]
+    target = max(released or real or good, default=None)
+    if target is None or (releases and not released):
+        return "", "", False
     at = probes.index(target)
     lo = at
     while lo > 0 and ok[lo - 1]:
@@ -378,21 +385,22 @@ def _collapse(clauses: list[Clause], releases: tuple[str, ...]) -> tuple[str, st
     while hi + 1 < len(probes) and ok[hi + 1]:
         hi += 1
     fixed = [c.alternatives[0] for c in clauses if len(c.alternatives) == 1]
-    def meets_all(v: Version) -> bool:
-        return all(c.contains(v) for c in clauses)
-
-    fixed += [f">={probes[lo]}" if lo > 0 or not meets_all(Version("0")) else ""]
-    fixed += [f"<{probes[hi + 1]}" if hi + 1 < len(probes) else f"<={probes[hi]}" if not meets_all(Version("99999"))
-              else ""]
+    run = []
+    if probes[lo] != _FLOOR:
+        run.append(f">={probes[lo]}")
+    if hi + 1 < len(probes):
+        run.append(f"<={probes[hi]}" if probes[hi + 1] == _CEILING else f"<{probes[hi + 1]}")
     chosen = []
     for c in clauses:
         if len(c.alternatives) > 1 and any("==" in a for a in c.alternatives):
-            pick = next(a for a in c.alternatives if SpecifierSet(a).contains(target, prereleases=True))
-            fixed.append(pick)
-            chosen.append(f"{pick} of {' | '.join(c.alternatives)} ({c.code})")
-    fixed = [f for f in fixed if f]
+            pick = next((a for a in c.alternatives if SpecifierSet(a).contains(target, prereleases=True)), None)
+            if pick:
+                fixed.append(pick)
+                chosen.append(f"{pick} of {' | '.join(c.alternatives)} ({c.code})")
+    # a chosen series already says which versions; the run around the target would only repeat it
+    fixed += [] if chosen else run
     exact = [f for f in fixed for one in SpecifierSet(f) if one.operator == "==" and not one.version.endswith(".*")]
-    return _tightest(exact or fixed), "; ".join(chosen), bool(released) if releases else True
+    return _tightest(exact or fixed), "; ".join(chosen), True
 
 
 def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None = None, evidence: str = "",
@@ -425,9 +433,7 @@ def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None 
                     if pkg in clauses:
                         clauses[pkg].append(Clause(alts, rule.reason or "named by the evidence", rule.source, rule.code))
             continue
-        (wpkg, wspec), = rule.when.items() if len(rule.when) == 1 else ((None, None),)
-        if wpkg is None:
-            continue
+        (wpkg, wspec), = rule.when.items()
         if wpkg in kept and _satisfies(kept[wpkg], [wspec]):
             for pkg, alts in rule.requires.items():
                 if pkg in clauses:
@@ -487,8 +493,11 @@ def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None 
             continue
         spec, chosen, alive = _collapse(clauses[pkg], tab.releases.get(pkg, ()))
         if not alive:
-            conflicts.append(f"no known {pkg} release meets every rule: "
-                             + "; ".join(f"{' | '.join(c.alternatives)} ({c.code})" for c in clauses[pkg]))
+            conflict = (f"no known {pkg} release meets every rule: "
+                        + "; ".join(f"{' | '.join(c.alternatives)} ({c.code})" for c in clauses[pkg]))
+            conflicts.append(conflict)
+            unknown.append(Unknown(pkg, conflict))
+            continue
         pins.append(Pin(pkg, tuple(clauses[pkg]), spec, chosen))
     constraints = _constraints_text(pins, {k: v for k, v in kept.items() if k in tab.packages})
     pip_targets = [p.package for p in pins if p.package not in PLATFORM]

@@ -8,8 +8,9 @@ A mention is a package name followed within a few words by a version (``0.13.5``
 ``release_v1.12``, ``1.x``). Its relation comes from the words around it: ``>=`` for "or newer",
 "from ... on", "upgrade", "fixed/shipped in", "needs", "required"; ``<`` for "older than", "before";
 and ``==`` for "pin", "downgrade to", "works with", "does not occur with", "installed fine". A mention with
-no such cue, or one the sentence names as the broken version ("from X to Y" keeps Y, "regression",
-"had started"), is not a question. The file is written by this script, never by hand.
+no such cue, one the words around it name as the broken version ("from X to Y" keeps Y,
+"regression", "had started", "instead of"), one with another package named between name and
+version, a container tag or a slash list is not a question. The file is written by this script, never by hand.
 """
 
 from __future__ import annotations
@@ -37,6 +38,13 @@ EQ = re.compile(r"\bpin|downgrad|works? with|does not occur with|installed fine|
 BAD = re.compile(r"regression|had started|broke|not supported|not match|instead of", re.I)
 
 
+# another package named between a name and a version ("Colossal-AI requires Python 3.7"): the version
+# is that package's; a container tag ("PyTorch 24.10 container") or a slash list ("colossalai/xformers
+# pinned to 0.2.5/0.12.0") does not say which version belongs to which name
+_OTHER_PACKAGE = re.compile(r"\b(?:" + "|".join(PACKAGES.values()) + r")\b")
+_NOT_A_RELEASE = re.compile(r"\s*(?:/\d|\S*\s+container)")
+
+
 def _clause(sentence: str, at: int) -> str:
     """The clause of ``sentence`` around position ``at``: between commas, semicolons, "while" and "but"."""
     cuts = [0] + [m.end() for m in re.finditer(r"[,;:]|\bwhile\b|\bbut\b", sentence)] + [len(sentence)]
@@ -56,12 +64,12 @@ def questions(case: dict) -> list[dict]:
     out = []
     for sentence in re.split(r"(?<=[.;])\s+", case["resolution"]):
         n = len(PACKAGES)
-        hits = [(m.start(), m.group(1), m.group(n + 4) or m.group(n + 2), m.group(n + 5) or m.group(n + 3))
-                for m in MENTION.finditer(sentence)]
-        hits += [(m.start(), m.group(3), m.group(1), m.group(2)) for m in MENTION_AFTER.finditer(sentence)]
-        for start, pkg_text, version, plus in hits:
+        hits = [(m.start(), m.end(), m.group(1), m.group(n + 4) or m.group(n + 2), m.group(n + 5) or m.group(n + 3),
+                 m.group(0)[len(m.group(1)):]) for m in MENTION.finditer(sentence)]
+        hits += [(m.start(), m.end(), m.group(3), m.group(1), m.group(2), "") for m in MENTION_AFTER.finditer(sentence)]
+        for start, end, pkg_text, version, plus, between in hits:
             pkg = _package(pkg_text)
-            if pkg is None:
+            if pkg is None or _OTHER_PACKAGE.search(between) or _NOT_A_RELEASE.match(sentence[end:]):
                 continue
             window = _clause(sentence, start)
             if plus:
@@ -74,7 +82,7 @@ def questions(case: dict) -> list[dict]:
                 relation = ">="
             else:
                 continue
-            if BAD.search(sentence[start:start + len(pkg_text) + 40]) and relation != "<":
+            if BAD.search(sentence[max(0, start - 25):start + len(pkg_text) + 40]):
                 continue
             out.append({"id": case["id"], "package": pkg, "version": version, "relation": relation,
                         "sentence": sentence})

@@ -536,11 +536,22 @@ def answer_question(package: str, version: str, relation: str, evidence: str, *,
     vs = version_set([package], evidence=evidence, rules=tab, histories=hist)
     pin = vs.pin(package)
     wanted: str | None = version[:-2] + ".9999" if version.endswith(".x") else version
+    if pin is None:
+        return "unknown", vs
     if relation == "<":
+        # the newest known release below it; with no release list, the versions the answer names and the
+        # one just below the named version (11.4 -> 11.3): a "<" question is a hit when one of them is admitted
         known = set(tab.releases.get(_name(package), ())) | {r for h in hist if h.package == _name(package)
                                                                for r in h.releases}
-        below = [Version(r) for r in known if Version(r) < Version(version)]
-        wanted = str(max(below)) if below else None
-    if pin is None or wanted is None:
+        if known:
+            below = [Version(r) for r in known if Version(r) < Version(version)]
+            wanted = str(max(below)) if below else None
+        else:
+            v = Version(version).release
+            candidates = [s.version.removesuffix(".*") for s in SpecifierSet(pin.specifier)]
+            candidates += [".".join(map(str, v[:-1] + (v[-1] - 1,)))] if v[-1] > 0 else []
+            below = [c for c in candidates if _is_version(c) and Version(c) < Version(version) and pin.contains(c)]
+            return ("hit" if below else "miss"), vs
+    if wanted is None:
         return "unknown", vs
     return ("hit" if pin.contains(wanted) else "miss"), vs

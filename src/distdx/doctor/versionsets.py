@@ -18,6 +18,7 @@ constraints file, each line with its reasons and sources, and the one command th
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from dataclasses import dataclass, field
@@ -182,19 +183,40 @@ def load_table(compat_text: str, releases_text: str) -> Table:
     return Table(rules=rules, releases=releases)
 
 
+Ranges = tuple[tuple[int, int], ...]
+
+
 @dataclass(frozen=True)
 class ApiHistory:
-    """Which releases of a package have a module or a public top-level name (``api_history.json``,
-    generated from the release tags); what every release has is not listed."""
+    """Which releases of a package have each module, public top-level name and class method
+    (``api_history.json.gz``, generated from the release tags). ``None`` stands for every release (a
+    module) or the releases of its parent (a name: its module's; ``Class.method``: its class's)."""
 
     package: str
     root: str  # import root: ``deepspeed``, ``megatron.core``
     releases: tuple[str, ...]
-    modules: Mapping[str, tuple[tuple[int, int], ...]]
-    names: Mapping[str, Mapping[str, tuple[tuple[int, int], ...]]]
+    modules: Mapping[str, Ranges | None]
+    names: Mapping[str, Mapping[str, Ranges | None]]
     source: str
 
-    def specifiers(self, ranges: Iterable[tuple[int, int]]) -> tuple[str, ...]:
+    def module_releases(self, module: str) -> Ranges | None:
+        """The releases that have ``module``; None when every release has it or none does."""
+        return self.modules.get(module)
+
+    def name_releases(self, module: str, name: str) -> Ranges | None:
+        """The releases whose ``module`` has ``name`` (``Class.method`` included), resolving "as its
+        parent"; None when that is every release or no release has it."""
+        in_module = self.names.get(module, {})
+        if name not in in_module:
+            return None
+        own = in_module[name]
+        if own is not None:
+            return own
+        if "." in name:
+            return self.name_releases(module, name.split(".")[0])
+        return self.module_releases(module)
+
+    def specifiers(self, ranges: Ranges) -> tuple[str, ...]:
         last = len(self.releases) - 1
         return tuple(f">={self.releases[i]}" if j == last else f">={self.releases[i]},<{self.releases[j + 1]}"
                      for i, j in ranges)
@@ -202,12 +224,13 @@ class ApiHistory:
 
 @lru_cache(maxsize=1)
 def api_history() -> tuple[ApiHistory, ...]:
-    data = json.loads(resources.files("distdx.doctor").joinpath("api_history.json").read_text(encoding="utf-8"))
+    raw = resources.files("distdx.doctor").joinpath("api_history.json.gz").read_bytes()
+    data = json.loads(gzip.decompress(raw).decode("utf-8"))
     if data.get("version") != 1:
-        raise _bad("api_history.json", "expected `version: 1`")
+        raise _bad("api_history.json.gz", "expected `version: 1`")
 
-    def ranges(items: list) -> tuple[tuple[int, int], ...]:
-        return tuple((int(a), int(b)) for a, b in items)
+    def ranges(items: list | None) -> Ranges | None:
+        return None if items is None else tuple((int(a), int(b)) for a, b in items)
 
     return tuple(ApiHistory(
         package=pkg, root=h["root"], releases=tuple(h["releases"]), source=h["source"],
@@ -233,26 +256,23 @@ def api_clauses(evidence: str, histories: Iterable[ApiHistory] | None = None) ->
         hits = [h for h in hist if module == h.root or module.startswith(h.root + ".")]
         return max(hits, key=lambda h: len(h.root), default=None)
 
-    found: list[tuple[ApiHistory, str, tuple[tuple[int, int], ...]]] = []
+    found: list[tuple[ApiHistory, str, Ranges]] = []
     for m in _MISSING_MODULE.finditer(evidence or ""):
         h = owner(m.group(1))
-        if h and m.group(1) in h.modules:
-            found.append((h, f"module {m.group(1)}", h.modules[m.group(1)]))
+        if h and (ranges := h.module_releases(m.group(1))):
+            found.append((h, f"module {m.group(1)}", ranges))
     for pattern in _MISSING_NAME:
         for m in pattern.finditer(evidence or ""):
             name, module = (m.group(1), m.group(2)) if pattern is _MISSING_NAME[0] else (m.group(2), m.group(1))
             h = owner(module)
-            if h is None:
-                continue
-            ranges = h.names.get(module, {}).get(name) or h.modules.get(f"{module}.{name}")
-            if ranges:
+            if h and (ranges := h.name_releases(module, name) or h.module_releases(f"{module}.{name}")):
                 found.append((h, f"{module}.{name}", ranges))
     for m in _MISSING_ATTRIBUTE.finditer(evidence or ""):
         key = f"{m.group(1)}.{m.group(2)}"
         for h in hist:
-            for module, names in h.names.items():
-                if key in names:
-                    found.append((h, f"{module}.{key}", names[key]))
+            spans = sorted({span for module in h.names for span in h.name_releases(module, key) or ()})
+            if spans:
+                found.append((h, key, tuple(spans)))
     seen = set()
     for h, what, ranges in found:
         if (h.package, what) in seen:

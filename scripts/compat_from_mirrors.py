@@ -228,6 +228,109 @@ def api_history(repo: Path, tagged: list[tuple[Version, str]], root: str) -> dic
     return {"modules": mods, "names": by_module}
 
 
+# Python's own library, from typeshed's stubs: stdlib/VERSIONS gives each module's lifetime and
+# `if sys.version_info >= (3, N):` blocks each name's. typeshed drops the conditions of Pythons it no
+# longer supports, so an older snapshot (from when it supported 3.6) gives the older facts.
+PYTHONS = tuple(f"3.{n}" for n in range(6, 16))
+TYPESHED_OLD = "96e0660fba564d574d9bc69b6b151400d00c7f0a"  # typeshed on 2021-07-01 (3.6 supported)
+_VERSION_IF = re.compile(r"^(?:if|elif) sys\.version_info (>=|<) \(3, (\d+)\):")
+_STUB_NAME = re.compile(r"^    (?:(?:async\s+)?def|class)\s+([A-Za-z]\w*)|^    ([A-Za-z]\w*)\s*[:=]")
+_TOP_NAME = re.compile(r"^(?:(?:async\s+)?def|class)\s+([A-Za-z]\w*)|^([A-Za-z]\w*)\s*[:=]")
+
+
+def _minor_range(lo: int, hi: int) -> list[int]:
+    """Indices into PYTHONS for 3.lo .. 3.hi (clipped to the Pythons listed)."""
+    return [i for i, v in enumerate(PYTHONS) if lo <= int(v.split(".")[1]) <= hi]
+
+
+def _stub_names(text: str) -> dict[str, tuple[int, int]]:
+    """name -> (first minor, last minor) it exists in, for the top-level names of one stub; a name
+    also defined unconditionally (or in both branches) exists in every version."""
+    spans: dict[str, set[tuple[int, int]]] = {}
+    cond: tuple[int, int] | None = None
+    chain: list[tuple[int, int]] = []  # the conditions of the current if/elif chain
+    for line in text.splitlines():
+        m = _VERSION_IF.match(line)
+        if m:
+            n = int(m.group(2))
+            new = (n, 99) if m.group(1) == ">=" else (0, n - 1)
+            if line.startswith("elif") and chain:
+                # an elif holds only where the branches above did not
+                new = (new[0], min([new[1]] + [lo - 1 for lo, hi in chain if hi == 99]))
+                chain.append(new)
+            else:
+                chain = [new]
+            cond = new
+            continue
+        if line.startswith("elif"):  # some other condition (platform): its names are not version facts
+            cond, chain = None, []
+            continue
+        if line.startswith("else:") and chain:
+            # what no branch above covered: below the lowest ">=" bound, or above a lone "<" bound
+            cond = (0, min(lo for lo, _ in chain) - 1) if chain[0][1] == 99 else (chain[0][1] + 1, 99)
+            chain = []
+            continue
+        if line and not line.startswith((" ", "#")):
+            cond, chain = None, []
+            top = _TOP_NAME.match(line)
+            if top:
+                spans.setdefault(top.group(1) or top.group(2), set()).add((0, 99))
+            continue
+        inner = _STUB_NAME.match(line)
+        if inner and cond is not None:
+            spans.setdefault(inner.group(1) or inner.group(2), set()).add(cond)
+    out = {}
+    for name, ss in spans.items():
+        if name.startswith("_"):
+            continue
+        out[name] = (min(a for a, _ in ss), max(b for _, b in ss))
+    return out
+
+
+def python_history(repo: Path) -> dict:
+    """The stdlib modules and names that some listed Python lacks, as index ranges into PYTHONS."""
+    head = (_git(repo, "rev-parse", "HEAD") or "").strip()
+    modules: dict[str, list[int]] = {}
+    names: dict[str, dict[str, list[int]]] = {}
+    for commit in (TYPESHED_OLD, head):
+        for line in (_git(repo, "show", f"{commit}:stdlib/VERSIONS") or "").splitlines():
+            m = re.match(r"^([\w.]+):\s*(\d+)\.(\d+)-(?:(\d+)\.(\d+))?", line)
+            if m:
+                lo = int(m.group(3)) if m.group(2) == "3" else 0
+                hi = int(m.group(5)) if m.group(4) else 99
+                span = _minor_range(lo, hi)
+                # the newer snapshot knows the later Pythons; the older one the earlier
+                modules[m.group(1)] = sorted(set(modules.get(m.group(1), [])) | set(span)) if commit == head \
+                    else span
+        for path in (_git(repo, "ls-tree", "-r", "--name-only", commit, "--", "stdlib") or "").split():
+            if not path.endswith(".pyi"):
+                continue
+            module = path[len("stdlib/"):-4].replace("/", ".").removesuffix(".__init__")
+            for name, (lo, hi) in _stub_names(_git(repo, "show", f"{commit}:{path}") or "").items():
+                span = _minor_range(lo, hi)
+                known = names.setdefault(module, {})
+                if commit == head and name in known:
+                    # the old snapshot decides for Pythons up to the one it knew last (3.10)
+                    span = sorted({i for i in known[name] if i <= 4} | {i for i in span if i > 4})
+                known[name] = span
+    last = len(PYTHONS) - 1
+
+    def ranges(idx: list[int]) -> list[list[int]] | None:
+        if not idx or (idx[0] == 0 and idx[-1] == last and len(idx) == last + 1):
+            return None
+        out: list[list[int]] = []
+        for i in idx:
+            if out and out[-1][1] == i - 1:
+                out[-1][1] = i
+            else:
+                out.append([i, i])
+        return out
+
+    mods = {m: ranges(idx) for m, idx in sorted(modules.items()) if idx}
+    by_module = {m: {n: r for n, idx in sorted(ns.items()) if (r := ranges(idx))} for m, ns in sorted(names.items())}
+    return {"modules": mods, "names": {m: ns for m, ns in by_module.items() if ns}}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mirror", required=True, type=Path)
@@ -248,6 +351,11 @@ def main(argv: list[str] | None = None) -> int:
             history[package] = {"root": root.removeprefix("src/").replace("/", "."), "releases": k,
                                 "source": f"{folder.replace('+', '/')} {head}, release tags",
                                 **api_history(repo, releases(repo, prefix), root)}
+    typeshed = args.mirror / "python+typeshed" / "repo"
+    head = (_git(typeshed, "rev-parse", "HEAD") or "?").strip()
+    history["python"] = {"root": "", "releases": list(PYTHONS),
+                         "source": f"python/typeshed stdlib stubs at {TYPESHED_OLD[:12]} and {head[:12]}",
+                         **python_history(typeshed)}
     header = ("# Generated by scripts/compat_from_mirrors.py from each project's release tags; do not edit.\n"
               "# A rule: every release of the `when` package in that range declares `requires` (its own\n"
               "# requirement files, read at the tags named in `source`). Repositories at:\n"

@@ -230,3 +230,14 @@ def test_multi_package_when_is_rejected():
     with pytest.raises(DistdxError):
         load_table("version_rules:\n  - {code: VS-X-003, when: {torch: '>=2', python: '>=3'}, "
                    "requires: {cuda: '>=12'}, source: s}\n", good)
+
+
+def test_python_history_from_typeshed():
+    found = api_clauses("AttributeError: module 'math' has no attribute 'prod'")
+    (clause,) = found["python"]
+    from packaging.version import Version
+    assert clause.contains(Version("3.8")) and not clause.contains(Version("3.7"))
+    vs = version_set(["python"], evidence="ImportError: cannot import name 'cached_property' from 'functools'")
+    assert vs.pin("python").contains("3.8") and not vs.pin("python").contains("3.7.9")
+    # a name every Python has gives nothing
+    assert api_clauses("module 'os' has no attribute 'path'") == {}

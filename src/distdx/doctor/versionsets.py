@@ -253,7 +253,10 @@ def api_clauses(evidence: str, histories: Iterable[ApiHistory] | None = None) ->
     hist = tuple(histories if histories is not None else api_history())
 
     def owner(module: str) -> ApiHistory | None:
-        hits = [h for h in hist if module == h.root or module.startswith(h.root + ".")]
+        # a package owns the modules under its import root; Python's history (root "") the standard
+        # library's, which it lists
+        hits = [h for h in hist if module == h.root or module.startswith(h.root + ".")
+                or (h.root == "" and (module in h.modules or module.split(".")[0] in h.modules))]
         return max(hits, key=lambda h: len(h.root), default=None)
 
     found: list[tuple[ApiHistory, str, Ranges]] = []

@@ -334,7 +334,8 @@ def python_history(repo: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mirror", required=True, type=Path)
-    ap.add_argument("--out", required=True, type=Path, help="the folder of compat_releases.yaml and api_history.json.gz")
+    ap.add_argument("--out", required=True, type=Path,
+                    help="the folder of compat_releases.yaml and api_history.json.gz")
     args = ap.parse_args(argv)
     rules: list[dict] = []
     known: dict[str, list[str]] = {}

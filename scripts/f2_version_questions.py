@@ -30,7 +30,8 @@ PACKAGES = {
 VERSION = r"(?:release_)?v?(\d+\.(?:\d+|x)(?:\.\d+)?)(\+)?"
 MENTION = re.compile(r"\b(" + "|".join(f"(?P<p{i}>{p})" for i, p in enumerate(PACKAGES.values()))
                      + r")\b[\s(]+(?:[A-Za-z][\w-]*\s+){0,3}?[(]?" + VERSION + r"(?:\s+to\s+" + VERSION + ")?")
-MENTION_AFTER = re.compile(VERSION + r"\s+(?:of\s+|or newer\s+of\s+)?(?:the\s+)?\b(" + "|".join(PACKAGES.values()) + r")\b")
+MENTION_AFTER = re.compile(VERSION + r"\s+(?:of\s+|or newer\s+of\s+)?(?:the\s+)?\b("
+                           + "|".join(PACKAGES.values()) + r")\b")
 GE = re.compile(r"or newer|or later|and (?:above|later|newer)|\bon\b|upgrad|newer|fixed in|shipped in|needs|"
                 r"requir|at least|\+", re.I)
 LT = re.compile(r"older than|before|below|predat", re.I)

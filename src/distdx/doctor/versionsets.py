@@ -5,7 +5,9 @@ compatibility matrix, and evidence rules keyed on error text) and ``compat_relea
 release of DeepSpeed, Colossal-AI, Megatron-Core, LLaMA-Factory and ms-swift declares, read from its
 requirement files at each release tag). A rule says: every version of the ``when`` package in that
 range needs ``requires`` (a list means any one of them). An evidence rule applies when its pattern
-occurs in the diagnosis text.
+occurs in the diagnosis text. ``api_history.json.gz`` (generated with it) says which releases of nine
+frameworks have each module, public name and class method, and which Pythons each standard-library
+module and name (typeshed), so an import or attribute error names the releases that have what it lacks.
 
 :func:`version_set` takes the packages whose versions are in question, the versions installed (given,
 read by ``distdx doctor`` into an :class:`~distdx.doctor.models.Environment`, or quoted in the log)
@@ -454,7 +456,8 @@ def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None 
                     k in kept and _satisfies(kept[k], [v]) for k, v in rule.when.items()):
                 for pkg, alts in rule.requires.items():
                     if pkg in clauses:
-                        clauses[pkg].append(Clause(alts, rule.reason or "named by the evidence", rule.source, rule.code))
+                        clauses[pkg].append(Clause(alts, rule.reason or "named by the evidence", rule.source,
+                                                   rule.code))
             continue
         (wpkg, wspec), = rule.when.items()
         if wpkg in kept and _satisfies(kept[wpkg], [wspec]):
@@ -484,7 +487,8 @@ def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None 
             for pkg in clauses:
                 spec = requirement_on(lines, pkg, markers)
                 if spec:
-                    clauses[pkg].append(Clause((spec,), f"{dist_name} {kept[dist_name]} (installed) requires {pkg}{spec}",
+                    clauses[pkg].append(Clause((spec,),
+                                               f"{dist_name} {kept[dist_name]} (installed) requires {pkg}{spec}",
                                                f"{dist_name} {kept[dist_name]} Requires-Dist (installed metadata)",
                                                f"DIST-{dist_name}"))
     for pkg in excluded:

@@ -2,8 +2,9 @@
 
 The table is data: ``version_rules`` in ``compat.yaml`` (release documents such as PyTorch's
 compatibility matrix, and evidence rules keyed on error text) and ``compat_releases.yaml`` (what every
-release of DeepSpeed, Colossal-AI, Megatron-Core, LLaMA-Factory and ms-swift declares, read from its
-requirement files at each release tag). A rule says: every version of the ``when`` package in that
+release of twelve frameworks declares, read from its requirement files at each release tag, by
+``scripts/compat_from_mirrors.py``). With an ``Environment``, the Requires-Dist of each installed
+distribution counts too. A rule says: every version of the ``when`` package in that
 range needs ``requires`` (a list means any one of them). An evidence rule applies when its pattern
 occurs in the diagnosis text. ``api_history.json.gz`` (generated with it) says which releases of nine
 frameworks have each module, public name and class method, and which Pythons each standard-library

@@ -15,6 +15,10 @@ Contract:
 - :func:`~distdx.doctor.engine.doctor` returns a :class:`~distdx.doctor.models.DoctorReport`
   of typed :class:`~distdx.doctor.models.CheckResult` records; it never prints. A report is
   failed when any check fails.
+- Version sets: :func:`distdx.doctor.versionsets.version_set` answers which versions of the
+  packages in question fit what is installed and the errors of a log, from ``compat.yaml``
+  ``version_rules``, the generated ``compat_releases.yaml`` and ``api_history.json.gz``, as a pip
+  constraints file with a reason and a source per line; what the table cannot answer is "unknown".
 - Multi-node: :func:`~distdx.doctor.hostfile.parse_hostfile` reads DeepSpeed/pdsh and MPI
   hostfiles; :mod:`distdx.doctor.remote` checks SSH reachability non-interactively, runs the
   doctor on each node and :func:`~distdx.doctor.compare.compare_reports` names what differs.

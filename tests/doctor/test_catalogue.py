@@ -31,13 +31,13 @@ def test_parse_catalogue_accepts_a_minimal_entry():
 
 
 @pytest.mark.parametrize("bad,what", [
-    (GOOD.replace('"2.2"', '"9.9"'), "not a taxonomy symptom"),
-    (GOOD.replace("R2.3", "F1"), "not a taxonomy root_cause"),
+    (GOOD.replace('"2.2"', '"9.9"'), "not a symptom ID of the taxonomy"),
+    (GOOD.replace("R2.3", "F1"), "not a root_cause ID of the taxonomy"),
     (GOOD.replace("DOC-X-001", "NCCL-1"), "DOC-AREA-NNN"),
     (GOOD.replace("severity: error", "severity: fatal"), "severity"),
     (GOOD.replace("why: w, ", ""), "missing why"),
     (GOOD.replace("version: 1", "version: 2"), "version: 1"),
-    ("checks: [unclosed", "not valid YAML"),
+    ("checks: [unclosed", "YAML does not parse"),
 ])
 def test_parse_catalogue_rejects(bad, what):
     with pytest.raises(DistdxError, match=what):

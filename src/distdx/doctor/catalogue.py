@@ -11,53 +11,43 @@ from typing import Mapping
 
 import yaml
 
-from distdx.doctor.models import SEVERITIES, CheckSpec, Reference
+from distdx.doctor.models import CheckSpec
 from distdx.errors import DistdxError
-from distdx.knowledge.taxonomy import taxonomy
+from distdx.knowledge.catalogue import SEVERITIES, catalogue_error, entries, references, taxonomy_target
 
 CODE_RE = re.compile(r"^DOC-[A-Z0-9]+-\d{3}$")
 _REQUIRED = ("code", "title", "area", "severity", "symptom", "root_cause", "fix_pattern", "detects", "why",
              "fix", "example")
 
 
-def _bad(source: str, what: str) -> DistdxError:
-    return DistdxError("DX-DOCTOR-001", f"{source}: {what}",
-                       why="the doctor's catalogue is versioned data that must load cleanly",
-                       hint="fix the entry; codes, taxonomy IDs and fields are validated on load")
-
-
 def parse_catalogue(text: str, source: str = "checks.yaml") -> tuple[CheckSpec, ...]:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise _bad(source, f"not valid YAML: {e}") from None
-    if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("checks"), list):
-        raise _bad(source, "expected a mapping with `version: 1` and a list `checks`")
-    tax = taxonomy()
+    data_file = f"src/distdx/doctor/{source}"
     specs: list[CheckSpec] = []
     seen: set[str] = set()
-    for entry in data["checks"]:
+    for entry in entries(text, "checks", code="DX-DOCTOR-001", data_file=data_file):
         if not isinstance(entry, dict):
-            raise _bad(source, f"a check entry is not a mapping: {entry!r}")
+            raise catalogue_error("DX-DOCTOR-001", data_file, "", f"a check entry is not a mapping: {entry!r}")
         code = str(entry.get("code"))
+
+        def bad(what: str, code: str = code) -> DistdxError:
+            return catalogue_error("DX-DOCTOR-001", data_file, code, what)
+
         missing = [k for k in _REQUIRED if not entry.get(k)]
         if missing:
-            raise _bad(source, f"{code}: missing {', '.join(missing)}")
+            raise bad(f"missing {', '.join(missing)}")
         if not CODE_RE.match(code) or code in seen:
-            raise _bad(source, f"{code}: codes look like DOC-AREA-NNN and are unique")
+            raise bad("codes look like DOC-AREA-NNN and are unique")
         seen.add(code)
         if entry["severity"] not in SEVERITIES:
-            raise _bad(source, f"{code}: severity must be one of {SEVERITIES}")
-        for key, dim in (("symptom", "symptom"), ("root_cause", "root_cause"), ("fix_pattern", "fix_pattern")):
-            node = str(entry[key])
-            if node not in tax or tax.nodes[node].dimension != dim:
-                raise _bad(source, f"{code}: {key} {node!r} is not a taxonomy {dim}")
-        refs = tuple(Reference(url=r["url"], title=r.get("title", "")) for r in entry.get("references") or ())
+            raise bad(f"severity must be one of {SEVERITIES}")
+        targets = {key: taxonomy_target(entry[key], key, code="DX-DOCTOR-001", data_file=data_file, entry=code, key=key)
+                   for key in ("symptom", "root_cause", "fix_pattern")}
         specs.append(CheckSpec(
             code=code, title=entry["title"], area=entry["area"], severity=entry["severity"],
-            symptom=str(entry["symptom"]), root_cause=str(entry["root_cause"]),
-            fix_pattern=str(entry["fix_pattern"]), detects=entry["detects"].strip(), why=entry["why"].strip(),
-            fix=entry["fix"].strip(), example=entry["example"].strip(), references=refs,
+            symptom=targets["symptom"], root_cause=targets["root_cause"],
+            fix_pattern=targets["fix_pattern"], detects=entry["detects"].strip(), why=entry["why"].strip(),
+            fix=entry["fix"].strip(), example=entry["example"].strip(),
+            references=references(entry.get("references"), code="DX-DOCTOR-001", data_file=data_file, entry=code),
         ))
     return tuple(specs)
 

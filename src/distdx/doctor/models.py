@@ -11,8 +11,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Mapping
 
+from distdx.knowledge.catalogue import SEVERITIES, Reference
+
 STATUSES = ("pass", "warn", "fail", "skip")
-SEVERITIES = ("error", "warning", "info")
+
+__all__ = ["SEVERITIES", "Reference"]  # re-exported: the doctor's records share the catalogues' schema
 
 
 
@@ -90,12 +93,6 @@ class Environment:
         data = asdict(self)
         data["cpu_flags"] = sorted(self.cpu_flags)
         return data
-
-
-@dataclass(frozen=True)
-class Reference:
-    url: str
-    title: str = ""
 
 
 @dataclass(frozen=True)

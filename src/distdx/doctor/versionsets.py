@@ -36,6 +36,7 @@ from packaging.version import InvalidVersion, Version
 from distdx.doctor.models import Environment
 from distdx.doctor.versions import marker_environment, normalise, requirement_on
 from distdx.errors import DistdxError
+from distdx.knowledge.catalogue import catalogue_error
 
 # Entries that are not pip packages: they appear in the answer, as comments in the constraints file.
 PLATFORM = frozenset({"python", "cuda"})
@@ -126,10 +127,9 @@ def _name(package: str) -> str:
 
 
 def _bad(source: str, what: str) -> DistdxError:
-    return DistdxError("DX-DOCTOR-006", f"{source}: {what}",
-                       why="the version-set table is versioned data that must load cleanly",
-                       hint="fix the rule; every rule needs a code, a `when` or an `evidence`, `requires` with "
-                            "valid PEP 440 specifiers, and a `source`")
+    return catalogue_error("DX-DOCTOR-006", f"src/distdx/doctor/{source}", "", what,
+                           needs="every version rule has a code, a `when` or an `evidence`, `requires` with valid "
+                                 "PEP 440 specifiers, and a `source`")
 
 
 def _spec(text: str, where: str) -> str:

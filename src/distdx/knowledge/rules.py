@@ -32,14 +32,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-from distdx.yamlio import YAMLError, load_yaml
-
 from distdx.errors import DistdxError
+from distdx.knowledge.catalogue import SEVERITIES, STATUSES, Reference, catalogue_error, entries, references, words
 from distdx.knowledge.taxonomy import taxonomy
+from distdx.yamlio import load_yaml
 
 CODE_RE = re.compile(r"^DX-[A-Z0-9]+-\d{3}$")
-STATUSES = ("stable", "preview", "deprecated")
-SEVERITIES = ("error", "warning", "info")
 
 
 class Pattern:
@@ -163,12 +161,6 @@ def required_literal(source: str) -> tuple[tuple[str, ...] | None, bool]:
 
 
 @dataclass(frozen=True)
-class Reference:
-    url: str
-    title: str = ""
-
-
-@dataclass(frozen=True)
 class Rule:
     code: str
     title: str
@@ -213,13 +205,7 @@ class Rule:
 
 
 def _fail(source: str, code: str, what: str) -> DistdxError:
-    return DistdxError(
-        "DX-KB-001",
-        f"invalid rule {code or '?'} in {source}: {what}",
-        why="signature rules are validated when loaded so a broken rule never silently stops firing",
-        hint="fix the rule in src/distdx/knowledge/rules/ and run `pytest tests/knowledge`",
-        exit_code=3,
-    )
+    return catalogue_error("DX-KB-001", f"src/distdx/knowledge/rules/{source}" if source else "a rule file", code, what)
 
 
 def _compile(source: str, code: str, patterns: object, key: str) -> tuple[Pattern, ...]:
@@ -280,11 +266,8 @@ def _parse_rule(source: str, spec: dict) -> Rule:
         stage = tax.nodes[sym].stage
         stages[stage] = stages.get(stage, 0.0) + w  # type: ignore[index]
     fixtures = spec.get("fixtures") or {}
-    refs = tuple(
-        Reference(url=str(r["url"]), title=str(r.get("title", ""))) if isinstance(r, dict)
-        else Reference(url=str(r))
-        for r in spec.get("references") or ()
-    )
+    refs = references(spec.get("references"), code="DX-KB-001", data_file=f"src/distdx/knowledge/rules/{source}",
+                      entry=code)
     fix = spec["fix"]
     return Rule(
         code=code,
@@ -295,7 +278,7 @@ def _parse_rule(source: str, spec: dict) -> Rule:
         symptoms=symptoms,
         root_causes=_weights(source, code, spec, "root_causes", "root_cause"),
         fix_patterns=_weights(source, code, spec, "fix_patterns", "fix_pattern"),
-        explanation=" ".join(str(spec["explanation"]).split()),
+        explanation=words(spec["explanation"]),
         fix=tuple(str(s).strip() for s in (fix if isinstance(fix, list) else [fix])),
         status=status,
         severity=severity,
@@ -310,13 +293,8 @@ def _parse_rule(source: str, spec: dict) -> Rule:
 
 
 def parse_rule_file(source: str, text: str) -> list[Rule]:
-    try:
-        data = load_yaml(text)
-    except YAMLError as e:
-        raise _fail(source, "", f"YAML does not parse: {e}") from None
-    if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("rules"), list):
-        raise _fail(source, "", "a rule file is a mapping with `version: 1` and a list `rules`")
-    return [_parse_rule(source, spec) for spec in data["rules"]]
+    specs = entries(text, "rules", code="DX-KB-001", data_file=f"src/distdx/knowledge/rules/{source}")
+    return [_parse_rule(source, spec if isinstance(spec, dict) else {}) for spec in specs]
 
 
 def rule_files() -> list[tuple[str, bytes]]:
@@ -368,13 +346,7 @@ class RuleArea:
 
 
 def _area_fail(area: str, what: str) -> DistdxError:
-    return DistdxError(
-        "DX-KB-001",
-        f"invalid area {area or '?'} in areas.yaml: {what}",
-        why="the areas map says where a new rule goes; it is validated so that it cannot drift from the rules",
-        hint="fix src/distdx/knowledge/areas.yaml and run `pytest tests/knowledge`",
-        exit_code=3,
-    )
+    return catalogue_error("DX-KB-001", "src/distdx/knowledge/areas.yaml", area, what)
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,97 @@
+"""What every catalogue of stable codes shares: signature rules (``DX-*``, ``knowledge/rules``),
+doctor checks (``DOC-*``, ``doctor/checks.yaml``), lint rules (``LINT-*``, ``lint/rules.yaml``) and
+lab scenarios (``lab/scenarios.yaml``).
+
+Each catalogue is a bundled YAML file with ``version: 1`` and a list of entries; each entry has a
+stable code (never changed, never reused), a title, a severity, taxonomy targets, what it means,
+why, how to fix it and references. The kinds differ only in what they match (log lines, machine
+facts, config keys, a program to run). This module holds the parts they share, so that the four
+loaders validate them the same way and report a broken entry with one kind of error:
+
+- :data:`SEVERITIES` and :data:`STATUSES`;
+- :class:`Reference` and :func:`references`;
+- :func:`entries`: the file's entries after the ``version``/list check;
+- :func:`taxonomy_target`: one taxonomy ID of a given dimension;
+- :func:`catalogue_error`: the error for a broken entry (each catalogue keeps its own error code).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from distdx.errors import EXIT_INTERNAL, DistdxError
+from distdx.events import SEVERITIES
+from distdx.yamlio import YAMLError, load_yaml
+
+STATUSES = ("stable", "preview", "deprecated")
+
+__all__ = ["SEVERITIES", "STATUSES", "Reference", "catalogue_error", "entries", "references", "taxonomy_target",
+           "words"]
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A source behind an entry: an issue, a document, a line of a framework's source."""
+
+    url: str
+    title: str = ""
+
+
+def catalogue_error(code: str, data_file: str, entry: str, what: str, *, needs: str = "") -> DistdxError:
+    """A broken catalogue entry: bundled data is validated when loaded, so a broken entry never
+    silently stops working. ``code`` is the catalogue's own error code (``DX-KB-001``...);
+    ``needs`` says what an entry of that catalogue must have."""
+    return DistdxError(
+        code,
+        f"invalid entry {entry or '?'} in {data_file}: {what}",
+        why="the catalogues of stable codes are versioned data, validated when loaded so that a broken "
+            "entry never silently stops working",
+        hint=f"fix the entry in {data_file}" + (f" ({needs})" if needs else "")
+             + "; CONTRIBUTING.md shows each kind of entry, and its tests run every fixture",
+        exit_code=EXIT_INTERNAL,
+    )
+
+
+def entries(text: str, list_key: str, *, code: str, data_file: str, version: int = 1) -> list:
+    """The entries of a catalogue file: a mapping with ``version`` and a list under ``list_key``."""
+    try:
+        data = load_yaml(text)
+    except YAMLError as e:
+        raise catalogue_error(code, data_file, "", f"the YAML does not parse: {e}") from None
+    if not isinstance(data, dict) or data.get("version") != version or not isinstance(data.get(list_key), list):
+        raise catalogue_error(code, data_file, "", f"the file is a mapping with `version: {version}` and a list "
+                                                   f"`{list_key}`")
+    return data[list_key]
+
+
+def references(raw: object, *, code: str, data_file: str, entry: str) -> tuple[Reference, ...]:
+    """``references:`` as a list of ``{url, title}`` mappings or bare URLs."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise catalogue_error(code, data_file, entry, "references must be a list of {url, title} or URLs")
+    out = []
+    for r in raw:
+        if isinstance(r, dict) and r.get("url"):
+            out.append(Reference(url=str(r["url"]), title=str(r.get("title", ""))))
+        elif isinstance(r, str) and r:
+            out.append(Reference(url=r))
+        else:
+            raise catalogue_error(code, data_file, entry, f"a reference has no url: {r!r}")
+    return tuple(out)
+
+
+def taxonomy_target(value: object, dimension: str, *, code: str, data_file: str, entry: str, key: str) -> str:
+    """``value`` as a taxonomy ID of ``dimension`` (stage, symptom, root_cause, fix_pattern)."""
+    from distdx.knowledge.taxonomy import taxonomy
+
+    tax = taxonomy()
+    node = str(value)
+    if node not in tax or tax.nodes[node].dimension != dimension:
+        raise catalogue_error(code, data_file, entry, f"{key} {node!r} is not a {dimension} ID of the taxonomy")
+    return node
+
+
+def words(text: object) -> str:
+    """Prose of an entry with its YAML line breaks folded into single spaces."""
+    return " ".join(str(text).split())

@@ -39,7 +39,8 @@ def render_text(report) -> str:
     for f in report.findings:
         field = f" {f.field}" if f.field else ""
         value = "" if f.value is None or not f.field else f" = {json.dumps(f.value)[:60]}"
-        out.append(f"{f.location()}: {f.severity} {f.code}{field}{value}")
+        mark = f" [fix: {f.fix_kind}]" if f.fix_kind != "none" else ""
+        out.append(f"{f.location()}: {f.severity} {f.code}{field}{value}{mark}")
         out.append(f"  {f.message}")
         if f.severity != "info":
             out.append(f"  why: {f.why}")
@@ -47,6 +48,11 @@ def render_text(report) -> str:
             out.append(f"  prevents: {tax.label(f.symptom)} / {tax.label(f.root_cause)} / {tax.label(f.fix_pattern)}")
     for note in report.notes:
         out.append(f"note: {note}")
+    fixable = [f for f in report.findings if f.fix_kind != "none" and f.severity != "info"]
+    if fixable:
+        unsafe = sum(f.fix_kind == "unsafe" for f in fixable)
+        out.append(f"{len(fixable)} finding(s) marked [fix: ...] have a fix: `distdx fix FILE` shows it as a diff, "
+                   "`--write` applies it" + (f" ({unsafe} only with --unsafe-fixes)" if unsafe else ""))
     s = report.summary()
     world = f"; world size {s['world_size']} from {s['world_size_source']}" if s["world_size"] else "; world size unknown"
     out.append(f"{s['errors']} error(s), {s['warnings']} warning(s), {s['infos']} info in {s['files']} input(s){world}")

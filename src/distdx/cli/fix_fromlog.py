@@ -1,0 +1,33 @@
+"""`distdx fix --from-log LOG [--config C] [--script S]`: the repairs a diagnosis calls for, shown, never applied."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from distdx.cli import emit
+from distdx.errors import EXIT_FINDINGS, EXIT_OK
+
+
+def run_from_log(args: argparse.Namespace) -> int:
+    from distdx.fix.fromlog import fixes_from_log
+    from distdx.lint import LintOptions
+
+    result = fixes_from_log([args.from_log], config=args.config, script=args.script,
+                            lint_options=LintOptions(world_size=args.world_size, hostfile=args.hostfile, hf=args.hf,
+                                                     gpus_per_node=args.gpus_per_node))
+    if args.format == "json":
+        emit(json.dumps(result.to_dict(), indent=2))
+    else:
+        out = [f"diagnosis: {result.headline} (fix pattern {result.fix_pattern or 'unknown'})"]
+        for r in result.repairs:
+            out.append(f"[{r.pattern}] {r.title}: {r.why}")
+            out.extend(f"    {s}" for s in r.settings)
+            if r.diff:
+                out.append(r.diff.rstrip("\n"))
+            if r.command:
+                out.append(f"    run: {r.command}")
+        if not result.repairs:
+            out.append("no repair follows from this log alone; pass --config/--script of the run")
+        emit("\n".join(out))
+    return EXIT_FINDINGS if result.repairs else EXIT_OK

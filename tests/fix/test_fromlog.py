@@ -1,0 +1,38 @@
+"""`distdx fix --from-log`: repairs filled from the diagnosis of lab logs (tests/diagnose/logs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from distdx.errors import DistdxError
+from distdx.fix.fromlog import fixes_from_log
+
+LOGS = Path(__file__).resolve().parents[1] / "diagnose" / "logs"
+CONFIG = '{\n  "train_batch_size": 16,\n  "train_micro_batch_size_per_gpu": 4,\n  "gradient_accumulation_steps": 1\n}\n'
+
+
+def test_bad_deepspeed_config_gets_the_config_diff_for_the_runs_world_size(tmp_path: Path) -> None:
+    config = tmp_path / "ds.json"
+    config.write_text(CONFIG)
+    result = fixes_from_log([str(LOGS / "lab-bad-deepspeed-config.log")], config=str(config))
+    assert result.fix_pattern == "F3"
+    (f3,) = [r for r in result.repairs if r.pattern == "F3"]
+    assert '+  "train_batch_size": 8,' in f3.diff  # 4 x 1 x the log's 2 ranks
+    assert config.read_text() == CONFIG  # shown, not applied
+    assert any(r.pattern == "F4" and "rank 1" in r.title for r in result.repairs)
+
+
+def test_port_in_use_gets_launch_settings() -> None:
+    result = fixes_from_log([str(LOGS / "lab-master-port-in-use.log")])
+    (f1,) = [r for r in result.repairs if r.pattern == "F1"]
+    assert any("MASTER_PORT" in s for s in f1.settings) and not f1.applied
+
+
+def test_a_log_without_failure_is_refused(tmp_path: Path) -> None:
+    log = tmp_path / "ok.log"
+    log.write_text("step 1 loss 2.3\nstep 2 loss 2.1\ntraining finished\n")
+    with pytest.raises(DistdxError) as e:
+        fixes_from_log([str(log)])
+    assert e.value.code == "DX-FIX-005"

@@ -1,14 +1,25 @@
-"""How much of what lint reports `distdx fix` repairs, on the broken lint corpus (tests/lint/corpus).
+"""What `distdx fix` repairs: the broken lint corpus, and a closed loop over the lab's scenarios.
 
-Run: ``python benchmarks/bench_fix.py``. Baseline, measured in the same run: the error findings lint reports
-(nothing repaired). For each broken file: its error findings, those a fix is applied to with the safe fixes
-alone and with --unsafe-fixes, and the error findings left after fixing (re-linted). The closed loop over lab
-scenarios (run, diagnose, fix, re-run) is not built yet.
+Run: ``python benchmarks/bench_fix.py`` (the corpus, seconds) and ``python benchmarks/bench_fix.py
+--closed-loop`` (the lab, minutes on CPU).
+
+Corpus (tests/lint/corpus). Baseline, measured in the same run: the error findings lint reports (nothing
+repaired). Then, per broken file, the error findings a fix is applied to, with the safe fixes alone and with
+--unsafe-fixes, and the error findings left when the fixed file is linted again.
+
+Closed loop. Every lab scenario whose fix pattern is F1 (launch and environment), F2 (versions) or F3
+(configuration) is run as shipped (the baseline: it fails), diagnosed from its log, repaired by
+``distdx fix --from-log LOG --config CONFIG`` (the F3 diff, applied as ``distdx fix CONFIG --write
+--unsafe-fixes`` would) and run again. A scenario is repaired when the second run exits 0 within its bound.
+F1 and F2 repairs are settings and versions shown to a person, never applied, so those scenarios stay failed.
 """
 
 from __future__ import annotations
 
+import argparse
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -16,13 +27,13 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from distdx.fix import FixOptions, fix  # noqa: E402
+from distdx.fix import FixOptions, fix, write_fixed  # noqa: E402
 from distdx.lint import LintOptions, lint  # noqa: E402
 
 CORPUS = ROOT / "tests" / "lint" / "corpus"
 
 
-def main() -> None:
+def corpus() -> None:
     manifest = yaml.safe_load((CORPUS / "manifest.yaml").read_text())["files"]
     errors = 0
     fixed = {False: 0, True: 0}
@@ -44,6 +55,73 @@ def main() -> None:
         label = "fix --unsafe-fixes" if unsafe else "fix (safe only)   "
         print(f"{label}: {fixed[unsafe]}/{errors} error findings get a fix ({fixed[unsafe] / errors:.0%}); "
               f"{left[unsafe]} error findings left after re-lint")
+
+
+def closed_loop(names: list[str]) -> int:
+    from distdx.errors import DistdxError
+    from distdx.fix.fromlog import fixes_from_log
+    from distdx.lab import load_scenarios, run_scenario
+    from distdx.lab.catalogue import config_path
+    from distdx.lab.runner import check_requirements
+
+    chosen = [s for s in load_scenarios() if s.labels["fix_pattern"] in ("F1", "F2", "F3")
+              and (not names or s.name in names)]
+    rows, repaired, failed_before, example = [], 0, 0, ""
+    for scenario in chosen:
+        try:
+            check_requirements(scenario)
+        except DistdxError as e:
+            rows.append((scenario.name, scenario.labels["fix_pattern"], "skipped", "", "", e.message))
+            continue
+        work = Path(tempfile.mkdtemp(prefix=f"bench-fix-{scenario.name}-"))
+        try:
+            env = {}
+            config = None
+            if scenario.config:
+                config = work / scenario.config
+                shutil.copyfile(config_path(scenario), config)
+                env["LAB_CONFIG"] = str(config)
+            before = run_scenario(scenario.name, keep=work / "before", extra_env=env)
+            failed_before += before.exit_code != 0
+            try:
+                repairs = fixes_from_log([before.combined_log], config=str(config) if config else None)
+                offered = ",".join(sorted({r.pattern for r in repairs.repairs})) or "-"
+            except DistdxError as e:
+                repairs, offered = None, f"none ({e.code})"
+            applied = ""
+            if repairs is not None and config is not None and any(r.pattern == "F3" for r in repairs.repairs):
+                (result,) = fix([str(config)], LintOptions(world_size=scenario.world_size), FixOptions(unsafe=True)).files
+                if result.changed:
+                    write_fixed(result, backup=False)
+                    applied = " ".join(f"{f.code}[{f.kind}]" for f in result.applied)
+                    example = example or result.diff()
+            after = run_scenario(scenario.name, keep=work / "after", extra_env=env) if applied else None
+            ok = after is not None and after.exit_code == 0 and not after.timed_out
+            repaired += ok
+            rows.append((scenario.name, scenario.labels["fix_pattern"], f"exit {before.exit_code}", offered,
+                         applied or "-", f"exit {after.exit_code}" if after else "not re-run"))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"{'scenario':<26} {'fix':<4} {'before':<8} {'offered':<12} {'applied':<44} after")
+    for name, pattern, before_s, offered, applied, after_s in rows:
+        print(f"{name:<26} {pattern:<4} {before_s:<8} {offered:<12} {applied:<44} {after_s}")
+    ran = sum(1 for r in rows if r[2] != "skipped")
+    print(f"baseline (as shipped): {ran - failed_before}/{ran} scenarios succeed")
+    print(f"after distdx fix:      {repaired}/{ran} scenarios succeed (repaired end to end)")
+    if example:
+        print("example repair:\n" + example.rstrip("\n"))
+    return repaired
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--closed-loop", action="store_true", help="run the lab scenarios, fix, run again")
+    parser.add_argument("--scenario", action="append", default=[], help="only this scenario (repeatable)")
+    args = parser.parse_args()
+    if args.closed_loop:
+        closed_loop(args.scenario)
+    else:
+        corpus()
 
 
 if __name__ == "__main__":

@@ -36,3 +36,33 @@ def test_a_log_without_failure_is_refused(tmp_path: Path) -> None:
     with pytest.raises(DistdxError) as e:
         fixes_from_log([str(log)])
     assert e.value.code == "DX-FIX-005"
+
+
+OOM_CONFIG = ('{\n  "train_micro_batch_size_per_gpu": 8,\n  "gradient_accumulation_steps": 4,\n  "bf16": {"enabled": true},\n'
+              '  "zero_optimization": {\n    "stage": 1\n  }\n}\n')
+
+
+def test_out_of_memory_gets_the_cheapest_change_estimate_says_fits(tmp_path: Path) -> None:
+    import json
+
+    from distdx.estimate import estimate, shape_from_params
+    from distdx.fix.fromlog import _ds_setup
+
+    config = tmp_path / "ds.json"
+    config.write_text(OOM_CONFIG)
+    shape = shape_from_params(7_000_000_000)
+    result = fixes_from_log([str(LOGS / "torchrun-rank-prefix-oom.log")], config=str(config), model=shape)
+    (f5,) = [r for r in result.repairs if r.pattern == "F5"]
+    assert "79.1 GiB" in f5.why  # the capacity the out-of-memory message states
+    for line in ('+    "stage": 2', '+  "train_micro_batch_size_per_gpu": 4,', '+  "gradient_accumulation_steps": 8,'):
+        assert line in f5.diff
+    assert config.read_text() == OOM_CONFIG  # shown, not applied
+    assert any("checkpointing" in s for s in f5.settings)  # not a DeepSpeed setting: said, not edited
+    # by the estimate, the original does not fit the 79.15 GiB GPU and the repaired one does
+    capacity, world = int(79.15 * 2**30), 4  # the log's ranks 0..3
+    original = json.loads(OOM_CONFIG)
+    repaired = {**original, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 8,
+                "zero_optimization": {"stage": 2}}
+    assert estimate(shape, _ds_setup(original, world, 2048), gpu_memory=capacity).fits is False
+    after = _ds_setup(repaired, world, 2048).with_changes(checkpointing="selective")
+    assert estimate(shape, after, gpu_memory=capacity).fits is True

@@ -13,9 +13,20 @@ def run_from_log(args: argparse.Namespace) -> int:
     from distdx.fix.fromlog import fixes_from_log
     from distdx.lint import LintOptions
 
+    model = None
+    if args.params or args.model_config:
+        from distdx.estimate import parse_count, shape_from_config, shape_from_params
+
+        model = shape_from_config(args.model_config) if args.model_config else shape_from_params(parse_count(args.params))
+    gpu_memory = None
+    if args.gpu_memory:
+        from distdx.estimate import parse_bytes
+
+        gpu_memory = parse_bytes(args.gpu_memory)
     result = fixes_from_log([args.from_log], config=args.config, script=args.script,
                             lint_options=LintOptions(world_size=args.world_size, hostfile=args.hostfile, hf=args.hf,
-                                                     gpus_per_node=args.gpus_per_node))
+                                                     gpus_per_node=args.gpus_per_node),
+                            model=model, gpu_memory=gpu_memory, seq_len=args.seq_len)
     if args.format == "json":
         emit(json.dumps(result.to_dict(), indent=2))
     else:

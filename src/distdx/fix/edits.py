@@ -233,3 +233,32 @@ def add_kwarg(text: str, call: ast.Call, arg: str, source: str) -> Edit:
     if inside.endswith(","):
         sep = " "
     return Edit(close, close, f"{sep}{arg}={source}")
+
+
+def set_values(text: str, layout: JsonLayout, values: dict[str, object]) -> list[Edit]:
+    """Edits that give each dotted path its value: a member that exists gets its value replaced; one that does
+    not is added to its deepest existing object, with the missing objects around it (several paths under
+    one missing object become one new member)."""
+    edits: list[Edit] = []
+    new: dict[tuple[str, str], object] = {}
+    for path, value in values.items():
+        member = layout.member(path)
+        if member is not None:
+            edits.append(replace_value(member, value))
+            continue
+        parts = path.split(".")
+        depth = max(i for i in range(len(parts)) if ".".join(parts[:i]) in layout.objects or i == 0)
+        anchor = ".".join(parts[:depth])
+        nested: object = value
+        for part in reversed(parts[depth + 1:]):
+            nested = {part: nested}
+        key = (anchor, parts[depth])
+        if isinstance(new.get(key), dict) and isinstance(nested, dict):
+            new[key] = {**new[key], **nested}  # type: ignore[dict-item]
+        else:
+            new[key] = nested
+    for (anchor, key), value in new.items():
+        edit = insert_member(text, layout, anchor, key, value)
+        if edit is not None:
+            edits.append(edit)
+    return edits

@@ -9,8 +9,8 @@ repaired). Then, per broken file, the error findings a fix is applied to, with t
 
 Closed loop. Every lab scenario whose fix pattern is F1 (launch and environment), F2 (versions) or F3
 (configuration) is run as shipped (the baseline: it fails), diagnosed from its log, repaired by
-``distdx fix --from-log LOG --config CONFIG`` (the F3 diff, applied as ``distdx fix CONFIG --write
---unsafe-fixes`` would) and run again. A scenario is repaired when the second run exits 0 within its bound.
+``distdx fix --from-log LOG --config CONFIG`` (its F3 repair, written as ``distdx fix CONFIG --write
+--unsafe-fixes`` would, at the world size and Hugging Face setting read from the log) and run again. A scenario is repaired when the second run exits 0 within its bound.
 F1 and F2 repairs are settings and versions shown to a person, never applied, so those scenarios stay failed.
 """
 
@@ -89,12 +89,11 @@ def closed_loop(names: list[str]) -> int:
             except DistdxError as e:
                 repairs, offered = None, f"none ({e.code})"
             applied = ""
-            if repairs is not None and config is not None and any(r.pattern == "F3" for r in repairs.repairs):
-                (result,) = fix([str(config)], LintOptions(world_size=scenario.world_size), FixOptions(unsafe=True)).files
-                if result.changed:
-                    write_fixed(result, backup=False)
-                    applied = " ".join(f"{f.code}[{f.kind}]" for f in result.applied)
-                    example = example or result.diff()
+            for repair in repairs.repairs if repairs is not None else ():
+                if repair.pattern == "F3" and repair.file_fix is not None:  # what `distdx fix --write` would write
+                    write_fixed(repair.file_fix, backup=False)
+                    applied += " ".join(f"{f.code}[{f.kind}]" for f in repair.file_fix.applied)
+                    example = example or repair.diff
             after = run_scenario(scenario.name, keep=work / "after", extra_env=env) if applied else None
             ok = after is not None and after.exit_code == 0 and not after.timed_out
             repaired += ok

@@ -66,3 +66,19 @@ def test_out_of_memory_gets_the_cheapest_change_estimate_says_fits(tmp_path: Pat
     assert estimate(shape, _ds_setup(original, world, 2048), gpu_memory=capacity).fits is False
     after = _ds_setup(repaired, world, 2048).with_changes(checkpointing="selective")
     assert estimate(shape, after, gpu_memory=capacity).fits is True
+
+
+def test_auto_values_are_fixed_when_the_log_shows_deepspeed_read_the_config_itself(tmp_path: Path) -> None:
+    from distdx.lab import get_scenario
+    from distdx.lab.catalogue import config_path
+
+    config = tmp_path / "ds.json"
+    config.write_text(Path(config_path(get_scenario("ds-auto-batch"))).read_text())
+    log = Path(__file__).parent / "logs" / "lab-ds-auto-batch.log"  # `distdx lab run ds-auto-batch`
+    (f3,) = [r for r in fixes_from_log([str(log)], config=str(config)).repairs if r.pattern == "F3"]
+    assert '+  "train_micro_batch_size_per_gpu": 1,' in f3.diff
+    assert [f.code for f in f3.file_fix.applied] == ["LINT-DS-021"]
+    # the same log through the Hugging Face Trainer: "auto" is theirs to fill, nothing to repair
+    hf_log = tmp_path / "hf.log"
+    hf_log.write_text(log.read_text().replace("deepspeed/__init__.py", "transformers/integrations/deepspeed.py", 1))
+    assert not [r for r in fixes_from_log([str(hf_log)], config=str(config)).repairs if r.pattern == "F3"]

@@ -11,11 +11,12 @@ says fits, as a diff of the config. Nothing is written. F2 (versions) is not fil
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from distdx.errors import DistdxError
 from distdx.fix.engine import FixOptions, fix
+from distdx.fix.models import FileFix
 from distdx.knowledge.yamlio import bundled_yaml
 from distdx.lint import LintOptions
 
@@ -33,9 +34,11 @@ class Repair:
     diff: str = ""
     command: str = ""
     applied: bool = False  # always False: a repair from a log is shown, the user applies it
+    file_fix: FileFix | None = field(default=None, compare=False)  # F3: the fixes behind the diff, to write
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {"pattern": self.pattern, "title": self.title, "why": self.why, "settings": list(self.settings),
+                "diff": self.diff, "command": self.command, "applied": self.applied}
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,6 @@ def _memory_repair(config: str, data: dict, world: int, shape, gpu_memory: int |
     from distdx.estimate import suggest
     from distdx.fix.edits import set_values
     from distdx.fix.engine import apply_edits
-    from distdx.fix.models import FileFix
     from distdx.lint.source import json_text_layout, read_text
 
     if gpu_memory is None:
@@ -117,17 +119,29 @@ def _memory_repair(config: str, data: dict, world: int, shape, gpu_memory: int |
                   diff=FileFix(config, text, fixed, ()).diff())
 
 
+def _through_hugging_face(parsed) -> bool | None:  # noqa: ANN001
+    """Whether the run gave its DeepSpeed config to the Hugging Face integration (which fills "auto"): True
+    when a traceback passes through transformers or accelerate, False when DeepSpeed's own config code
+    failed with neither in sight, None when the log does not say."""
+    text = "\n".join(line.text for line in parsed.lines)
+    if re.search(r"[/\\](transformers|accelerate)[/\\]", text):
+        return True
+    return False if re.search(r"deepspeed[/\\]runtime[/\\]config\.py", text) else None
+
+
 def fixes_from_log(logs: list[str], config: str | None = None, script: str | None = None,
                    lint_options: LintOptions = LintOptions(), model=None,  # noqa: ANN001
                    gpu_memory: int | None = None, seq_len: int = 2048) -> LogRepairs:
     """Repairs for the failure the logs show. ``model`` (a :class:`distdx.estimate.ModelShape`) and
     ``gpu_memory`` (bytes; else read from the out-of-memory message) let an out-of-memory failure get its F5
     repair; ``config``/``script`` the F3 diff."""
-    from distdx.diagnose import diagnose_files
+    from distdx.diagnose import diagnose
+    from distdx.logs import read_logs
 
     if not logs:
         raise DistdxError("DX-FIX-005", "--from-log needs a log", hint="distdx fix --from-log run.log [--config ds.json]")
-    diagnosis = diagnose_files(logs)
+    parsed = read_logs(logs)
+    diagnosis = diagnose(parsed)
     if diagnosis.verdict == "no_failure":
         raise DistdxError("DX-FIX-005", "the log reports no failure, so there is nothing to repair",
                           why="repairs are filled from the diagnosis of a failure",
@@ -141,13 +155,15 @@ def fixes_from_log(logs: list[str], config: str | None = None, script: str | Non
     if files:
         if lint_options.world_size is None and diagnosis.ranks:  # the run's own world size, from its ranks
             lint_options = replace(lint_options, world_size=max(diagnosis.ranks) + 1)
+        if lint_options.hf is None:
+            lint_options = replace(lint_options, hf=_through_hugging_face(parsed))
         report = fix(files, lint_options, FixOptions(unsafe=True))
         for f in report.files:
             if f.changed:
                 kinds = ", ".join(f"{x.code} [{x.kind}]" for x in f.applied)
                 repairs.append(Repair("F3", f"configuration change for {f.file}", kinds, diff=f.diff(),
                                       command=f"distdx fix {f.file} --write" + (" --unsafe-fixes" if any(
-                                          x.kind == "unsafe" for x in f.applied) else "")))
+                                          x.kind == "unsafe" for x in f.applied) else ""), file_fix=f))
     memory_failure = diagnosis.top("fix_pattern") == "F5" or diagnosis.top("symptom") == "4.2"
     if memory_failure and config and model is not None:
         from distdx.lint.source import parse_json, read_text

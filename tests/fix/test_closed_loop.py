@@ -20,6 +20,6 @@ _spec.loader.exec_module(bench)
 
 @pytest.mark.slow
 def test_a_rejected_config_is_repaired_end_to_end(capsys) -> None:
-    assert bench.closed_loop(["ds-batch-as-string"]) == 1
+    assert bench.closed_loop(["bad-deepspeed-config"]) == 1
     out = capsys.readouterr().out
-    assert "LINT-DS-005[safe]" in out and "baseline (as shipped): 0/1" in out
+    assert "LINT-DS-010[safe]" in out and "baseline (as shipped): 0/1" in out

@@ -69,13 +69,18 @@ def _ds_setup(data: dict, world: int, seq_len: int):  # noqa: ANN202
     dtype = "bf16" if section("bf16").get("enabled") is True else "fp16" if section("fp16").get("enabled") is True \
         else "fp32"
     micro = data.get("train_micro_batch_size_per_gpu")
-    if not isinstance(micro, int):
+    if not isinstance(micro, int) or isinstance(micro, bool) or micro < 1:
         tb, ga = data.get("train_batch_size"), data.get("gradient_accumulation_steps", 1)
         micro = tb // (ga * world) if isinstance(tb, int) and isinstance(ga, int) and tb >= ga * world else 1
     optimizer = _OPTIMIZERS.get(str(section("optimizer").get("type", "adamw")).lower(), "adamw")
-    device = lambda block: str(section("zero_optimization").get(block, {}).get("device", "none")) \
-        if isinstance(zero.get(block), dict) else "none"  # noqa: E731
-    return Setup(dtype=dtype, optimizer=optimizer, zero_stage=int(zero.get("stage", 0) or 0),
+
+    def device(block: str) -> str:  # "auto" or a bad value: what the estimate can only take as no offload
+        value = zero.get(block)
+        found = str(value.get("device", "none")) if isinstance(value, dict) else "none"
+        return found if found in ("none", "cpu", "nvme") else "none"
+
+    stage = zero.get("stage")
+    return Setup(dtype=dtype, optimizer=optimizer, zero_stage=stage if stage in (0, 1, 2, 3) and not isinstance(stage, bool) else 0,
                  offload_optimizer=device("offload_optimizer"), offload_params=device("offload_param"),
                  dp=world, gpus_per_node=world, micro_batch=micro, seq_len=seq_len)
 

@@ -10,8 +10,9 @@ repaired). Then, per broken file, the error findings a fix is applied to, with t
 Closed loop. Every lab scenario whose fix pattern is F1 (launch and environment), F2 (versions) or F3
 (configuration) is run as shipped (the baseline: it fails), diagnosed from its log, repaired by
 ``distdx fix --from-log LOG --config CONFIG`` (its F3 repair, written as ``distdx fix CONFIG --write
---unsafe-fixes`` would, at the world size and Hugging Face setting read from the log) and run again. A scenario is repaired when the second run exits 0 within its bound.
-F1 and F2 repairs are settings and versions shown to a person, never applied, so those scenarios stay failed.
+--unsafe-fixes`` would, at the world size and Hugging Face setting read from the log) and run again. A
+scenario is repaired when the second run exits 0 within its bound. F1 and F2 repairs are settings and
+versions shown to a person, never applied, so those scenarios stay failed.
 """
 
 from __future__ import annotations

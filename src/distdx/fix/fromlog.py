@@ -80,7 +80,8 @@ def _ds_setup(data: dict, world: int, seq_len: int):  # noqa: ANN202
         return found if found in ("none", "cpu", "nvme") else "none"
 
     stage = zero.get("stage")
-    return Setup(dtype=dtype, optimizer=optimizer, zero_stage=stage if stage in (0, 1, 2, 3) and not isinstance(stage, bool) else 0,
+    stage = stage if stage in (0, 1, 2, 3) and not isinstance(stage, bool) else 0
+    return Setup(dtype=dtype, optimizer=optimizer, zero_stage=stage,
                  offload_optimizer=device("offload_optimizer"), offload_params=device("offload_param"),
                  dp=world, gpus_per_node=world, micro_batch=micro, seq_len=seq_len)
 

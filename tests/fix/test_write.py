@@ -107,3 +107,19 @@ def test_cli_diff_then_write(tmp_path: Path, capsys) -> None:
     assert main(["fix", str(config), "-w", "4", "--write", "--no-backup"]) == 0
     assert '"train_batch_size": 16' in config.read_text() and not (tmp_path / "ds.json.bak").exists()
     assert main(["fix", str(config), "--select", "LINT-NOPE-1"]) == 2
+
+
+def test_lint_marks_what_fix_would_repair(tmp_path: Path, capsys) -> None:
+    from distdx.cli import main
+
+    config = tmp_path / "ds.json"
+    config.write_text(BROKEN)
+    main(["lint", str(config), "-w", "4"])
+    out = capsys.readouterr().out
+    assert "LINT-DS-010 train_batch_size = 32 [fix: safe]" in out and "`distdx fix FILE` shows it" in out
+    main(["lint", str(config), "-w", "4", "--format", "markdown"])
+    assert "(`distdx fix`: safe)" in capsys.readouterr().out
+    main(["lint", str(config), "-w", "4", "--format", "json"])
+    import json
+
+    assert json.loads(capsys.readouterr().out)["findings"][0]["fix_kind"] == "safe"

@@ -65,7 +65,8 @@ def render_markdown(report) -> str:
     lines = ["| severity | code | where | field | what | fix |", "|---|---|---|---|---|---|"]
     for f in report.findings:
         value = "" if f.value is None else f" = {json.dumps(f.value)[:80]}"
-        cells = [f.severity, f.code, f.location(), f"`{f.field}{value}`" if f.field else "", f.message, f.fix]
+        fix = f.fix + (f" (`distdx fix`: {f.fix_kind})" if f.fix_kind != "none" else "")
+        cells = [f.severity, f.code, f.location(), f"`{f.field}{value}`" if f.field else "", f.message, fix]
         lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
     s = report.summary()
     lines.append("")

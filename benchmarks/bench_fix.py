@@ -1,7 +1,11 @@
 """What `distdx fix` repairs: the broken lint corpus, and a closed loop over the lab's scenarios.
 
-Run: ``python benchmarks/bench_fix.py`` (the corpus, seconds) and ``python benchmarks/bench_fix.py
---closed-loop`` (the lab, minutes on CPU).
+Run: ``python benchmarks/bench_fix.py`` (the corpus, seconds), ``python benchmarks/bench_fix.py
+--realworld --mirror DIR`` (the real-world files of lint_realworld.yaml, read from clones as that benchmark
+does) and ``python benchmarks/bench_fix.py --closed-loop`` (the lab, minutes on CPU).
+
+Real-world files: on every file the frameworks accept, `distdx fix` (with --unsafe-fixes) must propose
+nothing; on the rejected ones, how many error findings get a fix. Baseline: lint's error findings.
 
 Corpus (tests/lint/corpus). Baseline, measured in the same run: the error findings lint reports (nothing
 repaired). Then, per broken file, the error findings a fix is applied to, with the safe fixes alone and with
@@ -56,6 +60,42 @@ def corpus() -> None:
         label = "fix --unsafe-fixes" if unsafe else "fix (safe only)   "
         print(f"{label}: {fixed[unsafe]}/{errors} error findings get a fix ({fixed[unsafe] / errors:.0%}); "
               f"{left[unsafe]} error findings left after re-lint")
+
+
+def realworld(mirror: Path) -> None:
+    from lint_realworld import MANIFEST, read
+
+    from distdx.fix import fix_sources
+    from distdx.lint.engine import Source, _kind_of
+
+    spec = yaml.safe_load(MANIFEST.read_text(encoding="utf-8"))
+    valid = proposed_on_valid = errors = fixed = files = 0
+    proposals = []
+    for repo, entry in spec["repositories"].items():
+        for path, expected in entry["files"].items():
+            text = read(mirror, repo, entry["commit"], path)
+            if text is None:
+                continue
+            files += 1
+            options = LintOptions(hf=True) if "LlamaFactory" in repo else LintOptions()
+            (result,) = fix_sources([Source(path, text, _kind_of(path, text))], options, FixOptions(unsafe=True)).files
+            if not expected:
+                valid += 1
+                if result.applied or result.skipped_unsafe:
+                    proposed_on_valid += 1
+                    proposals.append(f"{repo}:{path}: {[f.code for f in result.applied]}")
+                continue
+            from distdx.lint import lint_text
+
+            before = [f for f in lint_text(text, path, options).findings if f.severity == "error"]
+            applied = {(f.code, f.field) for f in result.applied}
+            errors += len(before)
+            fixed += sum((f.code, f.field) in applied for f in before)
+    print(f"real-world files read: {files}")
+    print(f"valid files with a fix proposed: {proposed_on_valid} of {valid}")
+    print(f"rejected files: baseline {errors} error findings (lint), {fixed} get a fix with --unsafe-fixes")
+    for line in proposals:
+        print("- " + line)
 
 
 def closed_loop(names: list[str]) -> int:
@@ -117,8 +157,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--closed-loop", action="store_true", help="run the lab scenarios, fix, run again")
     parser.add_argument("--scenario", action="append", default=[], help="only this scenario (repeatable)")
+    parser.add_argument("--realworld", action="store_true", help="the real-world files of lint_realworld.yaml")
+    parser.add_argument("--mirror", help="with --realworld: the folder of the repositories' clones")
     args = parser.parse_args()
-    if args.closed_loop:
+    if args.realworld:
+        if not args.mirror:
+            parser.error("--realworld needs --mirror DIR")
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        realworld(Path(args.mirror))
+    elif args.closed_loop:
         closed_loop(args.scenario)
     else:
         corpus()

@@ -125,3 +125,13 @@ def test_fix_to_dict_round_trips() -> None:
     result = _corpus_fix("deepspeed/broken/batch_mismatch.json", unsafe=False)
     for f in result.applied:
         assert Fix.from_dict(json.loads(json.dumps(f.to_dict()))) == f
+
+
+def test_flags_in_bash_arrays_are_edited_where_they_are_written() -> None:
+    # the layout of Megatron-LM's examples/*/train_*_distributed.sh: arguments in arrays the command expands
+    text = ("#!/bin/bash\nGPUS_PER_NODE=8\nMODEL_ARGS=(\n    --num-layers 24  # depth\n    --fp16\n    --bf16\n)\n"
+            "PARALLEL_ARGS=(\n\t--tensor-model-parallel-size 8 \n\t--pipeline-model-parallel-size 16 \n)\n"
+            'torchrun --nproc_per_node $GPUS_PER_NODE pretrain_gpt.py ${MODEL_ARGS[@]} ${PARALLEL_ARGS[@]}\n')
+    result = fix_sources([Source("train.sh", text, "shell")], LintOptions(), FixOptions(unsafe=True)).files[0]
+    assert result.fixed == text.replace("    --fp16\n", "").replace("size 16 ", "size 1 "), result.diff()
+    assert not result.remaining

@@ -99,29 +99,66 @@ def _flag_pattern(flag: str) -> str:
     return rf"(?<![\w-])--{spelled}(?![\w-])"
 
 
+def _array_span(text: str, name: str, before: int) -> tuple[int, int] | None:
+    """Offsets of the body of the last ``NAME=( ... )`` bash array assigned before ``before``."""
+    found = None
+    for m in re.finditer(rf"^[ \t]*(?:declare[ \t]+-a[ \t]+|local[ \t]+)?{re.escape(name)}=\(", text[:before], flags=re.M):
+        depth, i, quote = 1, m.end(), ""
+        while i < len(text) and depth:
+            c = text[i]
+            if quote:
+                quote = "" if c == quote else quote
+            elif c in "\"'":
+                quote = c
+            elif c == "#" and text[i - 1] in " \t\n":
+                i = text.find("\n", i)
+                i = len(text) if i < 0 else i
+                continue
+            elif c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+            i += 1
+        found = (m.end(), i - 1)
+    return found
+
+
+def _regions(text: str, line: int) -> list[tuple[int, int]]:
+    """Where the words of the command at ``line`` are written: the command itself, then the bash arrays it
+    expands (``"${MODEL_ARGS[@]}"``), as Megatron-LM's example scripts pass their arguments."""
+    start, end = _command_span(text, line)
+    regions = [(start, end)]
+    for name in dict.fromkeys(re.findall(r"\$\{(\w+)\[[@*]\]\}", text[start:end])):
+        span = _array_span(text, name, start)
+        if span is not None:
+            regions.append(span)
+    return regions
+
+
 def find_flag(text: str, line: int, flag: str) -> tuple[int, int, int, int] | None:
     """(flag start, flag end, value start, value end) of the last ``--flag value`` / ``--flag=value`` in the
-    command at ``line`` (the one argparse keeps); value start == value end for a flag followed by no value."""
-    start, end = _command_span(text, line)
-    m = None
-    for m in re.finditer(_flag_pattern(flag), text[start:end]):
-        pass
+    command at ``line`` or the arrays it expands (the one argparse keeps); value start == value end for a
+    flag followed by no value."""
+    m, end = None, 0
+    for start, stop in _regions(text, line):
+        for found in re.finditer(_flag_pattern(flag), text[start:stop]):
+            m, end, offset = found, stop, start
     if m is None:
         return None
-    f0, f1 = start + m.start(), start + m.end()
+    f0, f1 = offset + m.start(), offset + m.end()
     if f1 < end and text[f1] == "=":
         v0 = f1 + 1
     else:
         v0 = f1
         while v0 < end and text[v0] in " \t":
             v0 += 1
-        if v0 == f1 or v0 >= end or text[v0] in "-\\\r\n;|&":
+        if v0 == f1 or v0 >= end or text[v0] in "-\\\r\n;|&#)":
             return f0, f1, f1, f1
     v1 = v0
     if text[v0:v0 + 1] in ("\"", "'"):
         v1 = text.find(text[v0], v0 + 1) + 1 or end
     else:
-        while v1 < end and not text[v1].isspace() and text[v1] not in ";|&":
+        while v1 < end and not text[v1].isspace() and text[v1] not in ";|&)":
             v1 += 1
     return f0, f1, v0, v1
 
@@ -141,7 +178,7 @@ def replace_flag_value(text: str, line: int, flag: str, value: str) -> Edit | No
     command_start, _ = _command_span(text, line)
     assignment = None
     for m in re.finditer(rf"^[ \t]*(?:export[ \t]+)?{var.group(1)}=([\"']?)([^\s\"';#]*)\1[ \t]*(?:#.*)?$",
-                         text[:command_start], flags=re.M):
+                         text[:min(command_start, _line_start(text, v0))], flags=re.M):
         assignment = m
     if assignment is None or "$" in assignment.group(2):
         return None  # set from the environment or computed: nothing in the file to change
@@ -163,11 +200,12 @@ def remove_flag(text: str, line: int, flag: str, with_value: bool) -> Edit | Non
     after = text[end:line_end].strip()
     if alone and after == "\\":
         return Edit(line0, line_end + (newline >= 0), "")
-    if alone and not after and line0 > 0:
+    if alone and (not after or after.startswith("#")) and line0 > 0:
         prev_start = _line_start(text, line0 - 1)
         previous = text[prev_start:line0 - 1].rstrip()
         if previous.endswith("\\"):
             return Edit(prev_start + len(previous[:-1].rstrip()), line_end, "")
+        return Edit(line0, line_end + (newline >= 0), "")  # a line of a bash array
     start = f0
     while start > 0 and text[start - 1] in " \t":
         start -= 1

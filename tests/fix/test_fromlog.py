@@ -21,7 +21,13 @@ def test_bad_deepspeed_config_gets_the_config_diff_for_the_runs_world_size(tmp_p
     (f3,) = [r for r in result.repairs if r.pattern == "F3"]
     assert '+  "train_batch_size": 8,' in f3.diff  # 4 x 1 x the log's 2 ranks
     assert config.read_text() == CONFIG  # shown, not applied
-    assert any(r.pattern == "F4" and "rank 1" in r.title for r in result.repairs)
+    assert not [r for r in result.repairs if r.pattern == "F4"]  # every rank reads the same config
+
+
+def test_a_rank_that_died_first_is_the_node_to_check() -> None:
+    result = fixes_from_log([str(LOGS / "lab-rank-killed.log")])
+    (f4,) = [r for r in result.repairs if r.pattern == "F4"]
+    assert "rank 1" in f4.title and f4.command.startswith("distdx doctor --hostfile")
 
 
 def test_port_in_use_gets_launch_settings() -> None:

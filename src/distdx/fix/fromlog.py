@@ -185,10 +185,16 @@ def fixes_from_log(logs: list[str], config: str | None = None, script: str | Non
                 repairs.append(repair)
     ff = diagnosis.first_failure
     host = ff.line.host if ff is not None else None
-    if ff is not None and (host or ff.rank is not None):
-        where = " ".join(x for x in (f"host {host}" if host else "", f"rank {ff.rank}" if ff.rank is not None else "") if x)
+    rank = ff.rank if ff is not None else None
+    pattern = diagnosis.top("fix_pattern")
+    # a node to look at: not for a config or code error, which every rank shares
+    if pattern not in ("F3", "F6") and (host or rank is not None):
+        where = " ".join(x for x in (f"host {host}" if host else "", f"rank {rank}" if rank is not None else "") if x)
         repairs.append(Repair("F4", f"look at {where} first", "the earliest failure came from there; the others' "
                               "errors followed it", command="distdx doctor --hostfile HOSTFILE"))
+    elif pattern == "F4":
+        repairs.append(Repair("F4", "check every node and link", "the log names no node; a hardware or network "
+                              "fault shows in the environment of one of them", command="distdx doctor --hostfile HOSTFILE"))
     if diagnosis.top("fix_pattern") == "F6":
         steps = [s.step for s in diagnosis.fixes]
         template = "\n".join(f"# TODO: {s}" for s in steps) or "# TODO: change the code the traceback names"

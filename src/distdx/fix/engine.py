@@ -132,9 +132,9 @@ def fix_sources(sources: list[Source], lint_options: LintOptions = LintOptions()
     for name in texts:
         remaining = tuple(f"{f.code} {f.field}".rstrip() for f in report.findings
                           if f.file == name and f.severity == "error")
-        fixed_codes = {(f.code, f.field) for f in applied[name]}
+        still = {(f.code, f.field) for f in report.findings if f.file == name}  # an unsafe fix made moot is no news
         files.append(FileFix(name, originals[name], texts[name], tuple(applied[name]),
-                             tuple(v for k, v in skipped[name].items() if k not in fixed_codes), remaining, rounds))
+                             tuple(v for k, v in skipped[name].items() if k in still), remaining, rounds))
     return FixReport(tuple(files), report.notes)
 
 

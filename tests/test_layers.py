@@ -14,7 +14,7 @@ LAYERS = {  # a package may import from packages of a lower number only
     "diagnose": 3,
     "report": 4, "doctor": 5,
     "estimate": 6, "lint": 6, "guard": 6, "lab": 6, "study": 6,
-    "runner": 7,
+    "runner": 7, "fix": 7,
     "cli": 8, "__main__": 9,
 }
 

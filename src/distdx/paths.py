@@ -32,10 +32,12 @@ def ensure_new(path: str | Path, what: str = "file") -> None:
                           hint="pass --force to replace it, or choose another path")
 
 
-def write_atomic(path: str | Path, data: str | bytes, *, force: bool = False, what: str = "file") -> Path:
+def write_atomic(path: str | Path, data: str | bytes, *, force: bool = False, what: str = "file",
+                 mode: int | None = None) -> Path:
     """Write ``data`` to ``path`` through a temporary file in the same folder and a rename, so a reader
     never sees half a file and an interrupted write leaves the old one whole. An existing file is
-    replaced only with ``force``; every failure is a :class:`DistdxError` (DX-PATH-001 exists,
+    replaced only with ``force``; ``mode`` (e.g. the replaced file's, so a script stays executable) is set
+    on the temporary file before the rename; every failure is a :class:`DistdxError` (DX-PATH-001 exists,
     DX-PATH-002 cannot write) that names the OS's reason."""
     target = Path(path)
     if not force:
@@ -49,6 +51,10 @@ def write_atomic(path: str | Path, data: str | bytes, *, force: bool = False, wh
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, target)
         tmp = None
     except OSError as e:

@@ -103,6 +103,7 @@ def test_parse_accepts_a_minimal_scenario():
         (GOOD + GOOD.split("scenarios:\n")[1], "used twice"),
         (GOOD + "    fault_rank: 2\n", "fault_rank"),
         (GOOD + "    fault_step: -1\n", "fault_step"),
+        (GOOD + "    config: nope.json\n", "not a file in distdx/lab/scenarios/configs/"),
     ],
 )
 def test_parse_rejects_bad_catalogues(broken, what):
@@ -168,3 +169,18 @@ def test_a_scenario_needing_a_missing_package_is_refused_before_it_runs():
     with pytest.raises(DistdxError) as e:
         check_requirements(missing)
     assert e.value.code == "DX-LAB-006" and "no_such_package_xyz" in e.value.message and e.value.exit_code == 2
+
+
+def test_a_shipped_config_is_copied_into_the_run_and_can_be_replaced(tmp_path):
+    from pathlib import Path
+
+    from distdx.lab.catalogue import config_path
+    from distdx.lab.runner import launch_env
+
+    with_config = [s for s in SCENARIOS if s.config]
+    assert len(with_config) >= 8
+    for scenario in with_config:
+        assert Path(config_path(scenario)).is_file()
+        assert launch_env(scenario, tmp_path, "r")["LAB_CONFIG"] == str(tmp_path / scenario.config)
+        replaced = launch_env(scenario, tmp_path, "r", {"LAB_CONFIG": "/elsewhere/fixed.json"})
+        assert replaced["LAB_CONFIG"] == "/elsewhere/fixed.json"

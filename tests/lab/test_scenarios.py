@@ -24,7 +24,7 @@ def lab_run(tmp_path_factory):
 
     def get(scenario):
         if scenario.name not in _RUNS:
-            if scenario.program in ("loss_scale_overflow.py", "bad_deepspeed_config.py"):
+            if "deepspeed" in scenario.requires:
                 pytest.importorskip("deepspeed", reason=f"{scenario.name} runs DeepSpeed code")
             keep = tmp_path_factory.mktemp(scenario.name) / "run"
             _RUNS[scenario.name] = run_scenario(scenario.name, keep=keep)

@@ -18,6 +18,7 @@ rules:
   - code: LINT-DS-900
     severity: error
     applies_to: deepspeed
+    fix_kind: none
     title: t
     why: w
     fix: f
@@ -48,7 +49,9 @@ def test_codes_in_the_checks_and_in_the_data_agree() -> None:
 @pytest.mark.parametrize("old,new,what", [
     ("LINT-DS-900", "DS-900", "code must look like"), ('symptom: "3.2"', "symptom: R3.1", "not a symptom ID"),
     ("severity: error", "severity: fatal", "severity must be"), ("    fix: f\n", "", "missing fix"), ("rules:", "rules: [", "does not parse"),
-    ("fix_pattern: F3", "fix_pattern: F9", "not a fix_pattern ID")])
+    ("fix_pattern: F3", "fix_pattern: F9", "not a fix_pattern ID"),
+    ("fix_kind: none", "fix_kind: maybe", "fix_kind must be"), ("    fix_kind: none\n", "", "missing fix_kind"),
+    ("fix_kind: none", "fix_kind: none\n    fixed_example: x", "fixed_example is for a rule with a fix")])
 def test_broken_rules_are_refused(old: str, new: str, what: str) -> None:
     assert parse_rules(GOOD)["LINT-DS-900"].title == "t"
     with pytest.raises(DistdxError) as e:

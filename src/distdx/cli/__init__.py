@@ -25,6 +25,7 @@ COMMANDS = (
     "rules",
     "doctor",
     "lint",
+    "fix",
     "estimate",
     "run",
     "lab",

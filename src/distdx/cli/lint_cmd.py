@@ -39,7 +39,8 @@ def render_text(report) -> str:
     for f in report.findings:
         field = f" {f.field}" if f.field else ""
         value = "" if f.value is None or not f.field else f" = {json.dumps(f.value)[:60]}"
-        out.append(f"{f.location()}: {f.severity} {f.code}{field}{value}")
+        mark = f" [fix: {f.fix_kind}]" if f.fix_kind != "none" else ""
+        out.append(f"{f.location()}: {f.severity} {f.code}{field}{value}{mark}")
         out.append(f"  {f.message}")
         if f.severity != "info":
             out.append(f"  why: {f.why}")
@@ -47,6 +48,11 @@ def render_text(report) -> str:
             out.append(f"  prevents: {tax.label(f.symptom)} / {tax.label(f.root_cause)} / {tax.label(f.fix_pattern)}")
     for note in report.notes:
         out.append(f"note: {note}")
+    fixable = [f for f in report.findings if f.fix_kind != "none" and f.severity != "info"]
+    if fixable:
+        unsafe = sum(f.fix_kind == "unsafe" for f in fixable)
+        out.append(f"{len(fixable)} finding(s) marked [fix: ...] have a fix: `distdx fix FILE` shows it as a diff, "
+                   "`--write` applies it" + (f" ({unsafe} only with --unsafe-fixes)" if unsafe else ""))
     s = report.summary()
     world = f"; world size {s['world_size']} from {s['world_size_source']}" if s["world_size"] else "; world size unknown"
     out.append(f"{s['errors']} error(s), {s['warnings']} warning(s), {s['infos']} info in {s['files']} input(s){world}")
@@ -59,7 +65,8 @@ def render_markdown(report) -> str:
     lines = ["| severity | code | where | field | what | fix |", "|---|---|---|---|---|---|"]
     for f in report.findings:
         value = "" if f.value is None else f" = {json.dumps(f.value)[:80]}"
-        cells = [f.severity, f.code, f.location(), f"`{f.field}{value}`" if f.field else "", f.message, f.fix]
+        fix = f.fix + (f" (`distdx fix`: {f.fix_kind})" if f.fix_kind != "none" else "")
+        cells = [f.severity, f.code, f.location(), f"`{f.field}{value}`" if f.field else "", f.message, fix]
         lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
     s = report.summary()
     lines.append("")

@@ -57,6 +57,10 @@ class Scenario:
     """The training step (0-based) at which the fault fires, when there is a step loop."""
     requires: tuple[str, ...] = ("torch",)
     """Python packages the program imports, checked before the run (``requires: [torch, deepspeed]``)."""
+    config: str = ""
+    """A config file under ``scenarios/configs/`` the program reads: the runner copies it into the run's work
+    directory and names the copy in ``LAB_CONFIG`` (unless the caller's environment names another file), so a
+    repaired copy can be run in its place."""
 
     @property
     def symptom(self) -> str:
@@ -80,6 +84,7 @@ class Scenario:
             "fault_rank": self.fault_rank,
             "fault_step": self.fault_step,
             "requires": list(self.requires),
+            "config": self.config,
             "expect_log": list(self.expect_log),
             "diagnosis": self.diagnosis,
             "fix": list(self.fix),
@@ -163,6 +168,9 @@ def _parse_scenario(spec: object, programs: set[str]) -> Scenario:
     if fault_step is not None and (not isinstance(fault_step, int) or fault_step < 0):
         raise _fail(name, "fault_step must be a step number >= 0")
     fix = spec["fix"]
+    config = str(spec.get("config") or "")
+    if config and not resources.files("distdx.lab").joinpath("scenarios", "configs", config).is_file():
+        raise _fail(name, f"config {config!r} is not a file in distdx/lab/scenarios/configs/")
     return Scenario(
         name=name,
         title=str(spec["title"]),
@@ -180,7 +188,15 @@ def _parse_scenario(spec: object, programs: set[str]) -> Scenario:
         fault_rank=fault_rank,
         fault_step=fault_step,
         requires=_strings(name, spec.get("requires"), "requires") or ("torch",),
+        config=config,
     )
+
+
+def config_path(scenario: Scenario) -> str | None:
+    """The absolute path of the config file a scenario ships, or None when it has none."""
+    if not scenario.config:
+        return None
+    return str(resources.files("distdx.lab").joinpath("scenarios", "configs", scenario.config))
 
 
 def program_path(scenario: Scenario) -> str:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from distdx.errors import DistdxError
-from distdx.lab.catalogue import Scenario, get_scenario, program_path
+from distdx.lab.catalogue import Scenario, config_path, get_scenario, program_path
 
 MARKER = "DISTDX_LAB_RUN"
 COMBINED_LOG = "combined.log"
@@ -138,6 +138,8 @@ def launch_env(scenario: Scenario, workdir: Path, run_id: str, extra_env: dict[s
                       "GROUP_RANK", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_ERROR_FILE"):
         env.pop(inherited, None)
     env.update({"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "LAB_WORKDIR": str(workdir)})
+    if scenario.config:
+        env["LAB_CONFIG"] = str(workdir / scenario.config)  # the runner's copy of the shipped config
     env.update(scenario.env)
     env.update(extra_env or {})
     env[MARKER] = run_id
@@ -271,6 +273,8 @@ def _run_in(
     combined = workdir / COMBINED_LOG
     command = [*wrapper, *launch_command(scenario, port, log_dir)]
     env = launch_env(scenario, workdir, run_id, extra_env)
+    if scenario.config:
+        shutil.copyfile(config_path(scenario), workdir / scenario.config)
     timed_out = False
     started = time.monotonic()
     with _setup(scenario, port), open(combined, "wb") as out:

@@ -37,6 +37,12 @@ when it no longer matches. Sections DeepSpeed validates with pydantic (`extra="f
 """
 
 
+_FIX_WORDS = {"safe": "safe: `distdx fix --write` applies it; the meaning is unchanged except the error.",
+              "unsafe": "unsafe: it changes behaviour or picks a value, so `distdx fix` applies it only with "
+                        "`--unsafe-fixes`.",
+              "none": "none: no repair follows from the file alone; a person chooses."}
+
+
 def _section(rule: LintRule) -> str:
     tax = taxonomy()
     refs = "\n".join(f"- [{r.title or r.url}]({r.url})" for r in rule.references) or "- (none)"
@@ -56,7 +62,11 @@ def _section(rule: LintRule) -> str:
         rule.example,
         "```",
         "",
+        *(["**After `distdx fix" + (" --unsafe-fixes" if rule.fix_kind == "unsafe" else "") + "`.**", "", "```",
+            rule.fixed_example, "```", ""] if rule.fixed_example else []),
         "**How to fix.** " + rule.fix,
+        "",
+        f"**Fix kind.** {_FIX_WORDS[rule.fix_kind]}",
         "",
         "**References.**",
         "",
@@ -67,8 +77,9 @@ def _section(rule: LintRule) -> str:
 
 def render_rules_markdown(rules: dict[str, LintRule]) -> str:
     out = [_INTRO]
-    out.append("| code | severity | title |\n|---|---|---|")
-    out.extend(f"| [{r.code}](#{r.code.lower()}-{_anchor(r.title)}) | {r.severity} | {r.title} |" for r in rules.values())
+    out.append("| code | severity | fix | title |\n|---|---|---|---|")
+    out.extend(f"| [{r.code}](#{r.code.lower()}-{_anchor(r.title)}) | {r.severity} | {r.fix_kind} | {r.title} |"
+               for r in rules.values())
     out.append("")
     for prefix, name in _FAMILIES:
         members = [r for r in rules.values() if r.code.rsplit("-", 1)[0] == prefix]

@@ -83,7 +83,7 @@ class _Run:
                 code=h.code, severity=rule.severity, file=source, field=h.field, value=_jsonable(h.value),
                 message=h.message, why=rule.why, fix=rule.fix, symptom=rule.symptom, root_cause=rule.root_cause,
                 fix_pattern=rule.fix_pattern, title=rule.title,
-                line=None if h.line is None else h.line + line_offset, column=h.column))
+                line=None if h.line is None else h.line + line_offset, column=h.column, fix_kind=rule.fix_kind))
 
     # ------------------------------------------------------------------ launch scripts and commands
     def shell(self, src: Source) -> list[_Launch]:

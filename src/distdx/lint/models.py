@@ -24,6 +24,8 @@ class LintRule:
     applies_to: str  # deepspeed | megatron | colossalai | launch | any
     example: str = ""
     references: tuple[Reference, ...] = ()
+    fix_kind: str = "none"  # what `distdx fix` does: safe | unsafe | none (see rules.yaml's header)
+    fixed_example: str = ""  # the example after `distdx fix --unsafe-fixes`
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Finding:
     title: str = ""
     line: int | None = None
     column: int | None = None
+    fix_kind: str = "none"  # the rule's: safe | unsafe | none
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -14,7 +14,8 @@ from distdx.lint.models import SEVERITIES, LintRule, Reference
 
 CODE_RE = re.compile(r"^LINT-(SYN|DS|MEG|CAI|LAUNCH)-\d{3}$")
 APPLIES_TO = ("any", "deepspeed", "megatron", "colossalai", "launch")
-_REQUIRED = ("code", "severity", "title", "why", "fix", "symptom", "root_cause", "fix_pattern", "applies_to")
+FIX_KINDS = ("safe", "unsafe", "none")
+_REQUIRED = ("code", "severity", "title", "why", "fix", "symptom", "root_cause", "fix_pattern", "applies_to", "fix_kind")
 
 
 def _fail(code: str, what: str) -> DistdxError:
@@ -34,6 +35,10 @@ def _parse(spec: dict) -> LintRule:
         raise _fail(code, f"severity must be one of {SEVERITIES}")
     if spec["applies_to"] not in APPLIES_TO:
         raise _fail(code, f"applies_to must be one of {APPLIES_TO}")
+    if spec["fix_kind"] not in FIX_KINDS:
+        raise _fail(code, f"fix_kind must be one of {FIX_KINDS}")
+    if spec.get("fixed_example") and spec["fix_kind"] == "none":
+        raise _fail(code, "fixed_example is for a rule with a fix (fix_kind safe or unsafe)")
     tax = taxonomy()
     for key, dimension in (("symptom", "symptom"), ("root_cause", "root_cause"), ("fix_pattern", "fix_pattern")):
         node = str(spec[key])
@@ -44,7 +49,7 @@ def _parse(spec: dict) -> LintRule:
         code=code, severity=spec["severity"], title=str(spec["title"]), why=" ".join(str(spec["why"]).split()),
         fix=" ".join(str(spec["fix"]).split()), symptom=str(spec["symptom"]), root_cause=str(spec["root_cause"]),
         fix_pattern=str(spec["fix_pattern"]), applies_to=spec["applies_to"], example=str(spec.get("example", "")),
-        references=refs,
+        references=refs, fix_kind=spec["fix_kind"], fixed_example=str(spec.get("fixed_example", "")),
     )
 
 

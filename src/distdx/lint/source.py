@@ -173,49 +173,118 @@ def _blank_lenient(text: str) -> tuple[str, list[tuple[int, str]]]:
     return "".join(out), found
 
 
-def _json_positions(text: str) -> dict[str, tuple[int, int]]:
-    """Map each dotted key path (list items as indices) to the line and column of its key."""
-    positions: dict[str, tuple[int, int]] = {}
-    line_col = _line_cols(text)
-    stack: list[list] = []  # [kind, path, pending key or index]
-    i, n = 0, len(text)
-    expecting_key = False
+@dataclass(frozen=True)
+class Member:
+    """One ``"key": value`` of a JSON object, as character offsets into the text: the key (with its quotes),
+    the value, and the comma after the value (-1 when the member is the last one)."""
+
+    path: str
+    parent: str
+    key_start: int
+    key_end: int
+    value_start: int
+    value_end: int
+    comma: int
+
+
+@dataclass(frozen=True)
+class JsonLayout:
+    """Where every member and object of a parsed JSON text sits: what an edit needs to keep the rest intact."""
+
+    members: tuple[Member, ...]
+    objects: dict[str, tuple[int, int]]  # path -> offsets of "{" and "}" (first occurrence)
+
+    def member(self, path: str) -> Member | None:
+        return next((m for m in self.members if m.path == path), None)
+
+    def children(self, path: str) -> list[Member]:
+        return [m for m in self.members if m.parent == path]
+
+
+def _skip_blank(text: str, i: int) -> int:
+    n = len(text)
+    while i < n and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def _string_end(text: str, i: int) -> int:
+    """Offset just past the string that opens at ``i``."""
+    j, n = i + 1, len(text)
+    while j < n and text[j] != '"':
+        j += 2 if text[j] == "\\" else 1
+    return j + 1
+
+
+def json_layout(text: str) -> JsonLayout:
+    """The layout of a JSON text that parses (comments already blanked out), read without recursion."""
+    members: list[Member] = []
+    objects: dict[str, tuple[int, int]] = {}
+    # frame: [kind, path, open offset, next array index, pending member fields or None]
+    stack: list[list] = []
+    i, n = _skip_blank(text, 0), len(text)
+
+    def value_done(end: int) -> int:
+        """Close the pending member of the enclosing object at ``end``; return where scanning goes on."""
+        j = _skip_blank(text, end)
+        comma = j if j < n and text[j] == "," else -1
+        if stack and stack[-1][0] == "obj" and stack[-1][4] is not None:
+            path, parent, ks, ke, vs = stack[-1][4]
+            members.append(Member(path, parent, ks, ke, vs, end, comma))
+            stack[-1][4] = None
+        elif stack and stack[-1][0] == "arr":
+            stack[-1][3] += 1
+        return comma + 1 if comma >= 0 else j
+
+    def child_path() -> str:
+        if not stack:
+            return ""
+        frame = stack[-1]
+        return frame[4][0] if frame[0] == "obj" else f"{frame[1]}.{frame[3]}" if frame[1] else str(frame[3])
+
     while i < n:
+        i = _skip_blank(text, i)
+        if i >= n:
+            break
         c = text[i]
-        if c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            if stack and stack[-1][0] == "obj" and expecting_key:
-                try:
-                    key = jsonio.loads(text[i:j + 1])
-                except ValueError:
-                    key = text[i + 1:j]
-                frame = stack[-1]
-                frame[2] = key
-                path = f"{frame[1]}.{key}" if frame[1] else str(key)
-                positions.setdefault(path, line_col(i))
-                expecting_key = False
-            i = j + 1
+        if c in "}]":
+            kind, path, start, _, _ = stack.pop()
+            if kind == "obj":
+                objects.setdefault(path, (start, i))
+            i = value_done(i + 1)
+            continue
+        if stack and stack[-1][0] == "obj" and stack[-1][4] is None:  # a key
+            ke = _string_end(text, i)
+            try:
+                key = str(jsonio.loads(text[i:ke]))
+            except ValueError:
+                key = text[i + 1:ke - 1]
+            parent = stack[-1][1]
+            colon = _skip_blank(text, ke)
+            vs = _skip_blank(text, colon + 1)
+            stack[-1][4] = (f"{parent}.{key}" if parent else key, parent, i, ke, vs)
+            i = vs
             continue
         if c in "{[":
-            parent = stack[-1] if stack else None
-            if parent is None:
-                path = ""
-            else:
-                key = parent[2]
-                path = f"{parent[1]}.{key}" if parent[1] else str(key)
-            stack.append(["obj" if c == "{" else "arr", path, 0 if c == "[" else None])
-            expecting_key = c == "{"
-        elif c in "}]":
-            if stack:
-                stack.pop()
-            expecting_key = False
-        elif c == ",":
-            if stack and stack[-1][0] == "arr":
-                stack[-1][2] += 1
-            expecting_key = bool(stack) and stack[-1][0] == "obj"
-        i += 1
+            stack.append(["obj" if c == "{" else "arr", child_path(), i, 0, None])
+            i += 1
+            continue
+        if c == '"':
+            end = _string_end(text, i)
+        else:
+            end = i
+            while end < n and text[end] not in ",}] \t\r\n":
+                end += 1
+        i = value_done(end)
+    return JsonLayout(tuple(members), objects)
+
+
+def _json_positions(text: str) -> dict[str, tuple[int, int]]:
+    """Map each dotted key path (list items as indices) to the line and column of its key."""
+    line_col = _line_cols(text)
+    positions: dict[str, tuple[int, int]] = {}
+    for m in json_layout(text).members:
+        positions.setdefault(m.path, line_col(m.key_start))
     return positions
 
 
@@ -394,3 +463,9 @@ def parse_yaml(text: str) -> Parsed:
     if node is not None:
         _yaml_positions(node, "", positions)
     return Parsed(data, positions)
+
+
+def json_text_layout(text: str) -> JsonLayout:
+    """:func:`json_layout` of a config as written: comments and trailing commas (hjson) are blanked first,
+    every other character stays where it is, so the offsets are offsets into ``text``."""
+    return json_layout(_blank_lenient(text)[0])

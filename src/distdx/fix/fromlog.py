@@ -1,0 +1,202 @@
+"""Repairs from a diagnosis: ``distdx fix --from-log LOG [--config C] [--script S]``.
+
+The diagnosis says which fix pattern applies; each repair is filled from the evidence: F1 the environment or
+launch settings whose trigger (``fromlog.yaml``) matches a line of the log; F3 the diff ``distdx fix`` makes
+to the config and script given (all fixes, each marked safe or unsafe); F4 the node the first failure came
+from and the ``distdx doctor --hostfile`` run that checks it; F6 a patch template, shown and never applied.
+F5 (out of memory, with the model's shape and a DeepSpeed config) the cheapest change ``distdx estimate``
+says fits, as a diff of the config. Nothing is written. F2 (versions) is not filled in here yet.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+from distdx.errors import DistdxError
+from distdx.fix.engine import FixOptions, fix
+from distdx.fix.models import FileFix
+from distdx.knowledge.yamlio import bundled_yaml
+from distdx.lint import LintOptions
+
+# torch >= 2.1: "GPU 0 has a total capacity of 79.15 GiB"; before: "(GPU 0; 79.15 GiB total capacity; ...)"
+_TOTAL_CAPACITY = re.compile(r"total capacity of (\d+(?:\.\d+)?) GiB|(\d+(?:\.\d+)?) GiB total capacity")
+_OPTIMIZERS = {"adam": "adam", "adamw": "adamw", "sgd": "sgd", "fusedadam": "adam", "cpuadam": "adam"}
+
+
+@dataclass(frozen=True)
+class Repair:
+    pattern: str  # F1 | F3 | F4 | F6
+    title: str
+    why: str
+    settings: tuple[str, ...] = ()
+    diff: str = ""
+    command: str = ""
+    applied: bool = False  # always False: a repair from a log is shown, the user applies it
+    file_fix: FileFix | None = field(default=None, compare=False)  # F3: the fixes behind the diff, to write
+
+    def to_dict(self) -> dict:
+        return {"pattern": self.pattern, "title": self.title, "why": self.why, "settings": list(self.settings),
+                "diff": self.diff, "command": self.command, "applied": self.applied}
+
+
+@dataclass(frozen=True)
+class LogRepairs:
+    headline: str
+    fix_pattern: str | None
+    repairs: tuple[Repair, ...]
+
+    def to_dict(self) -> dict:
+        return {"headline": self.headline, "fix_pattern": self.fix_pattern, "repairs": [r.to_dict() for r in self.repairs]}
+
+
+@lru_cache(maxsize=1)
+def _settings() -> tuple[tuple[re.Pattern[str], tuple[str, ...], str, str], ...]:
+    data = bundled_yaml("distdx.fix", "fromlog.yaml")
+    return tuple((re.compile(e["match"]), tuple(e["settings"]), e["why"], e["source"]) for e in data["settings"])
+
+
+def _ds_setup(data: dict, world: int, seq_len: int):  # noqa: ANN202
+    """The estimate's Setup of a run from its DeepSpeed config and world size (one node of ``world`` ranks)."""
+    from distdx.estimate import Setup
+
+    def section(name: str) -> dict:
+        value = data.get(name)
+        return value if isinstance(value, dict) else {}
+
+    zero = section("zero_optimization")
+    dtype = "bf16" if section("bf16").get("enabled") is True else "fp16" if section("fp16").get("enabled") is True \
+        else "fp32"
+    micro = data.get("train_micro_batch_size_per_gpu")
+    if not isinstance(micro, int) or isinstance(micro, bool) or micro < 1:
+        tb, ga = data.get("train_batch_size"), data.get("gradient_accumulation_steps", 1)
+        micro = tb // (ga * world) if isinstance(tb, int) and isinstance(ga, int) and tb >= ga * world else 1
+    optimizer = _OPTIMIZERS.get(str(section("optimizer").get("type", "adamw")).lower(), "adamw")
+
+    def device(block: str) -> str:  # "auto" or a bad value: what the estimate can only take as no offload
+        value = zero.get(block)
+        found = str(value.get("device", "none")) if isinstance(value, dict) else "none"
+        return found if found in ("none", "cpu", "nvme") else "none"
+
+    stage = zero.get("stage")
+    stage = stage if stage in (0, 1, 2, 3) and not isinstance(stage, bool) else 0
+    return Setup(dtype=dtype, optimizer=optimizer, zero_stage=stage,
+                 offload_optimizer=device("offload_optimizer"), offload_params=device("offload_param"),
+                 dp=world, gpus_per_node=world, micro_batch=micro, seq_len=seq_len)
+
+
+def _memory_repair(config: str, data: dict, world: int, shape, gpu_memory: int | None,  # noqa: ANN001
+                   seq_len: int) -> Repair | None:
+    """F5: the cheapest change ``distdx estimate`` says fits, written into the DeepSpeed config as a diff."""
+    from distdx.estimate import suggest
+    from distdx.fix.edits import set_values
+    from distdx.fix.engine import apply_edits
+    from distdx.lint.source import json_text_layout, read_text
+
+    if gpu_memory is None:
+        return Repair("F5", "memory: the change that fits", "the GPU memory is not known: pass --gpu-memory "
+                      "(or a log with the CUDA out-of-memory message, which states it)")
+    setup = _ds_setup(data, world, seq_len)
+    found = suggest(shape, setup, gpu_memory, allow_flash=False)
+    if not found:
+        return Repair("F5", "memory: no change in the search space fits", "distdx estimate found no ZeRO stage, "
+                      "offload, checkpointing or micro batch that fits; more GPUs or a smaller model are needed")
+    best = found[0]
+    after = best.setup
+    values: dict[str, object] = {}
+    if after.zero_stage != setup.zero_stage:
+        values["zero_optimization.stage"] = after.zero_stage
+    if after.offload_optimizer != setup.offload_optimizer:
+        values["zero_optimization.offload_optimizer.device"] = after.offload_optimizer
+    if after.offload_params != setup.offload_params:
+        values["zero_optimization.offload_param.device"] = after.offload_params
+    if after.micro_batch != setup.micro_batch:
+        values["train_micro_batch_size_per_gpu"] = after.micro_batch
+        ga = data.get("gradient_accumulation_steps")
+        if isinstance(ga, int) and "train_batch_size" not in data:  # keep the global batch
+            values["gradient_accumulation_steps"] = ga * setup.micro_batch // after.micro_batch
+    text = read_text(config)
+    fixed = apply_edits(text, set_values(text, json_text_layout(text), values))
+    outside = [c for c in best.changes if after.checkpointing != setup.checkpointing and "checkpoint" in c]
+    why = (f"distdx estimate: {', '.join(best.changes)} fits {best.figures.per_gpu / 2**30:.1f} GiB per GPU in "
+           f"{gpu_memory / 2**30:.1f} GiB (assumed cost +{best.cost:.0%} step time)")
+    return Repair("F5", "memory: the cheapest change that fits", why, settings=tuple(outside),
+                  diff=FileFix(config, text, fixed, ()).diff())
+
+
+def _through_hugging_face(parsed) -> bool | None:  # noqa: ANN001
+    """Whether the run gave its DeepSpeed config to the Hugging Face integration (which fills "auto"): True
+    when a traceback passes through transformers or accelerate, False when DeepSpeed's own config code
+    failed with neither in sight, None when the log does not say."""
+    text = "\n".join(line.text for line in parsed.lines)
+    if re.search(r"[/\\](transformers|accelerate)[/\\]", text):
+        return True
+    return False if re.search(r"deepspeed[/\\]runtime[/\\]config\.py", text) else None
+
+
+def fixes_from_log(logs: list[str], config: str | None = None, script: str | None = None,
+                   lint_options: LintOptions = LintOptions(), model=None,  # noqa: ANN001
+                   gpu_memory: int | None = None, seq_len: int = 2048) -> LogRepairs:
+    """Repairs for the failure the logs show. ``model`` (a :class:`distdx.estimate.ModelShape`) and
+    ``gpu_memory`` (bytes; else read from the out-of-memory message) let an out-of-memory failure get its F5
+    repair; ``config``/``script`` the F3 diff."""
+    from distdx.diagnose import diagnose
+    from distdx.logs import read_logs
+
+    if not logs:
+        raise DistdxError("DX-FIX-005", "--from-log needs a log", hint="distdx fix --from-log run.log [--config ds.json]")
+    parsed = read_logs(logs)
+    diagnosis = diagnose(parsed)
+    if diagnosis.verdict == "no_failure":
+        raise DistdxError("DX-FIX-005", "the log reports no failure, so there is nothing to repair",
+                          why="repairs are filled from the diagnosis of a failure",
+                          hint="pass the log of the failed run (all ranks' output)")
+    repairs: list[Repair] = []
+    lines = [e.line.text for e in diagnosis.evidence] + ([diagnosis.first_failure.text] if diagnosis.first_failure else [])
+    for pattern, settings, why, source in _settings():
+        if any(pattern.search(text) for text in lines):
+            repairs.append(Repair("F1", "environment / launch settings", f"{why} ({source})", settings))
+    files = [p for p in (config, script) if p]
+    if files:
+        if lint_options.world_size is None and diagnosis.ranks:  # the run's own world size, from its ranks
+            lint_options = replace(lint_options, world_size=max(diagnosis.ranks) + 1)
+        if lint_options.hf is None:
+            lint_options = replace(lint_options, hf=_through_hugging_face(parsed))
+        report = fix(files, lint_options, FixOptions(unsafe=True))
+        for f in report.files:
+            if f.changed:
+                kinds = ", ".join(f"{x.code} [{x.kind}]" for x in f.applied)
+                repairs.append(Repair("F3", f"configuration change for {f.file}", kinds, diff=f.diff(),
+                                      command=f"distdx fix {f.file} --write" + (" --unsafe-fixes" if any(
+                                          x.kind == "unsafe" for x in f.applied) else ""), file_fix=f))
+    memory_failure = diagnosis.top("fix_pattern") == "F5" or diagnosis.top("symptom") == "4.2"
+    if memory_failure and config and model is not None:
+        from distdx.lint.source import parse_json, read_text
+
+        data = parse_json(read_text(config)).data
+        if gpu_memory is None:
+            found = [a or b for text in lines for a, b in _TOTAL_CAPACITY.findall(text)]
+            gpu_memory = int(float(found[0]) * 2**30) if found else None
+        if isinstance(data, dict):
+            world = lint_options.world_size or (max(diagnosis.ranks) + 1 if diagnosis.ranks else 1)
+            repair = _memory_repair(config, data, world, model, gpu_memory, seq_len)
+            if repair is not None:
+                repairs.append(repair)
+    ff = diagnosis.first_failure
+    host = ff.line.host if ff is not None else None
+    rank = ff.rank if ff is not None else None
+    pattern = diagnosis.top("fix_pattern")
+    # a node to look at: not for a config or code error, which every rank shares
+    if pattern not in ("F3", "F6") and (host or rank is not None):
+        where = " ".join(x for x in (f"host {host}" if host else "", f"rank {rank}" if rank is not None else "") if x)
+        repairs.append(Repair("F4", f"look at {where} first", "the earliest failure came from there; the others' "
+                              "errors followed it", command="distdx doctor --hostfile HOSTFILE"))
+    elif pattern == "F4":
+        repairs.append(Repair("F4", "check every node and link", "the log names no node; a hardware or network "
+                              "fault shows in the environment of one of them", command="distdx doctor --hostfile HOSTFILE"))
+    if diagnosis.top("fix_pattern") == "F6":
+        steps = [s.step for s in diagnosis.fixes]
+        template = "\n".join(f"# TODO: {s}" for s in steps) or "# TODO: change the code the traceback names"
+        repairs.append(Repair("F6", "code change (a template, never applied)", diagnosis.headline, diff=template))
+    return LogRepairs(diagnosis.headline, diagnosis.top("fix_pattern"), tuple(repairs))

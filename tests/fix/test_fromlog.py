@@ -1,0 +1,89 @@
+"""`distdx fix --from-log`: repairs filled from the diagnosis of lab logs (tests/diagnose/logs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from distdx.errors import DistdxError
+from distdx.fix.fromlog import fixes_from_log
+
+LOGS = Path(__file__).resolve().parents[1] / "diagnose" / "logs"
+CONFIG = '{\n  "train_batch_size": 16,\n  "train_micro_batch_size_per_gpu": 4,\n  "gradient_accumulation_steps": 1\n}\n'
+
+
+def test_bad_deepspeed_config_gets_the_config_diff_for_the_runs_world_size(tmp_path: Path) -> None:
+    config = tmp_path / "ds.json"
+    config.write_text(CONFIG)
+    result = fixes_from_log([str(LOGS / "lab-bad-deepspeed-config.log")], config=str(config))
+    assert result.fix_pattern == "F3"
+    (f3,) = [r for r in result.repairs if r.pattern == "F3"]
+    assert '+  "train_batch_size": 8,' in f3.diff  # 4 x 1 x the log's 2 ranks
+    assert config.read_text() == CONFIG  # shown, not applied
+    assert not [r for r in result.repairs if r.pattern == "F4"]  # every rank reads the same config
+
+
+def test_a_rank_that_died_first_is_the_node_to_check() -> None:
+    result = fixes_from_log([str(LOGS / "lab-rank-killed.log")])
+    (f4,) = [r for r in result.repairs if r.pattern == "F4"]
+    assert "rank 1" in f4.title and f4.command.startswith("distdx doctor --hostfile")
+
+
+def test_port_in_use_gets_launch_settings() -> None:
+    result = fixes_from_log([str(LOGS / "lab-master-port-in-use.log")])
+    (f1,) = [r for r in result.repairs if r.pattern == "F1"]
+    assert any("MASTER_PORT" in s for s in f1.settings) and not f1.applied
+
+
+def test_a_log_without_failure_is_refused(tmp_path: Path) -> None:
+    log = tmp_path / "ok.log"
+    log.write_text("step 1 loss 2.3\nstep 2 loss 2.1\ntraining finished\n")
+    with pytest.raises(DistdxError) as e:
+        fixes_from_log([str(log)])
+    assert e.value.code == "DX-FIX-005"
+
+
+OOM_CONFIG = ('{\n  "train_micro_batch_size_per_gpu": 8,\n  "gradient_accumulation_steps": 4,\n  "bf16": {"enabled": true},\n'
+              '  "zero_optimization": {\n    "stage": 1\n  }\n}\n')
+
+
+def test_out_of_memory_gets_the_cheapest_change_estimate_says_fits(tmp_path: Path) -> None:
+    import json
+
+    from distdx.estimate import estimate, shape_from_params
+    from distdx.fix.fromlog import _ds_setup
+
+    config = tmp_path / "ds.json"
+    config.write_text(OOM_CONFIG)
+    shape = shape_from_params(7_000_000_000)
+    result = fixes_from_log([str(LOGS / "torchrun-rank-prefix-oom.log")], config=str(config), model=shape)
+    (f5,) = [r for r in result.repairs if r.pattern == "F5"]
+    assert "79.1 GiB" in f5.why  # the capacity the out-of-memory message states
+    for line in ('+    "stage": 2', '+  "train_micro_batch_size_per_gpu": 4,', '+  "gradient_accumulation_steps": 8,'):
+        assert line in f5.diff
+    assert config.read_text() == OOM_CONFIG  # shown, not applied
+    assert any("checkpointing" in s for s in f5.settings)  # not a DeepSpeed setting: said, not edited
+    # by the estimate, the original does not fit the 79.15 GiB GPU and the repaired one does
+    capacity, world = int(79.15 * 2**30), 4  # the log's ranks 0..3
+    original = json.loads(OOM_CONFIG)
+    repaired = {**original, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 8,
+                "zero_optimization": {"stage": 2}}
+    assert estimate(shape, _ds_setup(original, world, 2048), gpu_memory=capacity).fits is False
+    after = _ds_setup(repaired, world, 2048).with_changes(checkpointing="selective")
+    assert estimate(shape, after, gpu_memory=capacity).fits is True
+
+
+def test_auto_values_are_fixed_when_the_log_shows_deepspeed_read_the_config_itself(tmp_path: Path) -> None:
+    config = tmp_path / "ds.json"
+    config.write_text('{\n  "train_micro_batch_size_per_gpu": "auto",\n  "gradient_accumulation_steps": 1,\n'
+                      '  "optimizer": {"type": "SGD", "params": {"lr": 0.01}}\n}\n')
+    # the lab's deepspeed_config_file.py run on that config under torchrun (2 ranks, CPU)
+    log = Path(__file__).parent / "logs" / "lab-ds-auto-batch.log"
+    (f3,) = [r for r in fixes_from_log([str(log)], config=str(config)).repairs if r.pattern == "F3"]
+    assert '+  "train_micro_batch_size_per_gpu": 1,' in f3.diff
+    assert [f.code for f in f3.file_fix.applied] == ["LINT-DS-021"]
+    # the same log through the Hugging Face Trainer: "auto" is theirs to fill, nothing to repair
+    hf_log = tmp_path / "hf.log"
+    hf_log.write_text(log.read_text().replace("deepspeed/__init__.py", "transformers/integrations/deepspeed.py", 1))
+    assert not [r for r in fixes_from_log([str(hf_log)], config=str(config)).repairs if r.pattern == "F3"]

@@ -32,13 +32,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     hf.add_argument("--hf", dest="hf", action="store_true", default=None,
                     help='the DeepSpeed config goes through the Hugging Face Trainer/Accelerate ("auto" is fine)')
     hf.add_argument("--no-hf", dest="hf", action="store_false", help='the config goes to deepspeed.initialize() as it is')
-    p.add_argument("--from-log", metavar="LOG", help="repairs from the diagnosis of a failed run's log (F1, F3, F4, F5, F6)")
+    p.add_argument("--from-log", metavar="LOG", help="repairs from the diagnosis of a failed run's log (F1-F6)")
     p.add_argument("--config", help="with --from-log: the DeepSpeed config the run used")
     p.add_argument("--script", help="with --from-log: the launch script the run used")
     p.add_argument("--params", help="with --from-log: the model's parameter count (7B), for the F5 memory repair")
     p.add_argument("--model-config", metavar="PATH", help="with --from-log: the model's Hugging Face config.json (F5)")
     p.add_argument("--gpu-memory", metavar="SIZE", help="with --from-log: memory per GPU, e.g. 80GB (default: the "
                    "total capacity the out-of-memory message states)")
+    p.add_argument("--constraints-out", metavar="PATH", help="with --from-log: write the F2 version set's pip "
+                   "constraints file to PATH (atomic; --force replaces it)")
     p.add_argument("--seq-len", type=int, default=2048, help="with --from-log: the sequence length (F5; default 2048)")
     add_format_option(p, choices=("text", "json"))
     p.set_defaults(func=run)

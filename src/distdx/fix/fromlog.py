@@ -5,7 +5,10 @@ launch settings whose trigger (``fromlog.yaml``) matches a line of the log; F3 t
 to the config and script given (all fixes, each marked safe or unsafe); F4 the node the first failure came
 from and the ``distdx doctor --hostfile`` run that checks it; F6 a patch template, shown and never applied.
 F5 (out of memory, with the model's shape and a DeepSpeed config) the cheapest change ``distdx estimate``
-says fits, as a diff of the config. Nothing is written. F2 (versions) is not filled in here yet.
+says fits, as a diff of the config. F2 (versions): a compatible set for the packages the log names, from the
+version-set table (``distdx.doctor.versionsets``) with the versions the log quotes as evidence, as a pip
+constraints file and the one command to apply it; what the table cannot answer is said, never guessed.
+Nothing is written unless the caller writes the constraints.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from functools import lru_cache
 from distdx.errors import DistdxError
 from distdx.fix.engine import FixOptions, fix
 from distdx.fix.models import FileFix
-from distdx.knowledge.yamlio import bundled_yaml
+from distdx.yamlio import bundled_yaml
 from distdx.lint import LintOptions
 
 # torch >= 2.1: "GPU 0 has a total capacity of 79.15 GiB"; before: "(GPU 0; 79.15 GiB total capacity; ...)"
@@ -27,18 +30,19 @@ _OPTIMIZERS = {"adam": "adam", "adamw": "adamw", "sgd": "sgd", "fusedadam": "ada
 
 @dataclass(frozen=True)
 class Repair:
-    pattern: str  # F1 | F3 | F4 | F6
+    pattern: str  # F1 | F2 | F3 | F4 | F5 | F6
     title: str
     why: str
     settings: tuple[str, ...] = ()
     diff: str = ""
     command: str = ""
     applied: bool = False  # always False: a repair from a log is shown, the user applies it
-    file_fix: FileFix | None = field(default=None, compare=False)  # F3: the fixes behind the diff, to write
+    file_fix: FileFix | None = field(default=None, compare=False)  # F3, F5: the change behind the diff, to write
+    constraints: str = ""  # F2: the pip constraints file
 
     def to_dict(self) -> dict:
         return {"pattern": self.pattern, "title": self.title, "why": self.why, "settings": list(self.settings),
-                "diff": self.diff, "command": self.command, "applied": self.applied}
+                "diff": self.diff, "command": self.command, "applied": self.applied, "constraints": self.constraints}
 
 
 @dataclass(frozen=True)
@@ -121,8 +125,41 @@ def _memory_repair(config: str, data: dict, world: int, shape, gpu_memory: int |
     outside = [c for c in best.changes if after.checkpointing != setup.checkpointing and "checkpoint" in c]
     why = (f"distdx estimate: {', '.join(best.changes)} fits {best.figures.per_gpu / 2**30:.1f} GiB per GPU in "
            f"{gpu_memory / 2**30:.1f} GiB (assumed cost +{best.cost:.0%} step time)")
-    return Repair("F5", "memory: the cheapest change that fits", why, settings=tuple(outside),
-                  diff=FileFix(config, text, fixed, ()).diff())
+    change = FileFix(config, text, fixed, ())
+    return Repair("F5", "memory: the cheapest change that fits", why, settings=tuple(outside), diff=change.diff(),
+                  file_fix=change)
+
+
+def _packages_named(text: str, known: frozenset[str]) -> list[str]:
+    """The table's packages that ``text`` names, as a distribution (``transformer-engine``) or as the module
+    a traceback path or import shows (``transformer_engine``)."""
+    out = []
+    for name in sorted(known):
+        spellings = {name, name.replace("-", "_")}
+        if any(re.search(rf"(?<![\w.-]){re.escape(sp)}(?![\w-])", text, re.IGNORECASE) for sp in spellings):
+            out.append(name)
+    return out
+
+
+def _version_repair(text: str) -> Repair | None:
+    from distdx.doctor.versionsets import table, version_set
+
+    packages = [p for p in _packages_named(text, table().packages) if p not in ("python", "cuda")]
+    if not packages:
+        return None
+    vs = version_set(packages, evidence=text)
+    if not vs.pins:
+        unknown = "; ".join(f"{u.package}: {u.why}" for u in vs.unknown[:4])
+        return Repair("F2", "versions: the table has no answer", f"unknown rather than a guess ({unknown})")
+    why = "; ".join(f"{p.package} {p.specifier}: {p.clauses[0].reason} ({p.clauses[0].source})" for p in vs.pins
+                    if p.clauses)
+    if vs.unknown:
+        why += "; unknown: " + ", ".join(u.package for u in vs.unknown)
+    if vs.conflicts:
+        why += "; conflicts: " + "; ".join(vs.conflicts)
+    return Repair("F2", "a compatible version set", why, settings=tuple(l for l in vs.constraints.splitlines() if l
+                                                                          and not l.startswith("#")),
+                  command=vs.command, constraints=vs.constraints)
 
 
 def _through_hugging_face(parsed) -> bool | None:  # noqa: ANN001
@@ -157,6 +194,10 @@ def fixes_from_log(logs: list[str], config: str | None = None, script: str | Non
     for pattern, settings, why, source in _settings():
         if any(pattern.search(text) for text in lines):
             repairs.append(Repair("F1", "environment / launch settings", f"{why} ({source})", settings))
+    if diagnosis.top("fix_pattern") == "F2":
+        repair = _version_repair("\n".join(line.text for line in parsed.lines))
+        if repair is not None:
+            repairs.append(repair)
     files = [p for p in (config, script) if p]
     if files:
         if lint_options.world_size is None and diagnosis.ranks:  # the run's own world size, from its ranks

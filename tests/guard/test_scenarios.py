@@ -139,3 +139,33 @@ def test_lab_rank_skips_collective(launch):
     event = run.first("collective_diverged")
     assert (event.rank, event.step) == (1, 2)
     assert event.time - run.started < 15 < PLAIN_TIMEOUT_S
+
+
+def _logged_at(result, text: str) -> float:
+    with open(result.timestamped_log, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            stamp, _, rest = line.partition(" ")
+            if text in rest:
+                return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
+    raise AssertionError(f"the job never logged {text!r}")
+
+
+def test_stalled_rank_named_within_10_s_of_the_stall_with_default_thresholds(launch):
+    run = launch(TRAIN, env={"FAULT": "lag", "FAULT_STEP": "3"}, timeout_s=25)
+    hang = run.first("hang")
+    assert (hang.rank, hang.step) == (1, 3) and hang.fields["threshold_s"] == 5.0
+    assert hang.time - _logged_at(run.result, "rank 1 step 3: stalled") <= 10.0
+    assert "train.py" in hang.fields["stacks"]["1"]["stack"]
+
+
+def test_slow_checkpoint_save_is_not_a_hang(launch):
+    # rank 0 saves through a file system that takes 8 s; rank 1 waits in DDP's all-reduce meanwhile,
+    # longer than the adaptive threshold (5 s) of that call
+    env = {"FAULT": "checkpoint", "FAULT_RANK": "0", "SLOW_S": "8"}
+    run = launch(TRAIN, env=env, timeout_s=40)
+    assert run.result.exit_code == 0
+    assert run.errors() == []
+    # the same run without the slow-phase allowance is reported: the save did outlast the threshold
+    alarmed = launch(TRAIN, env=env, guard_options={"slow_phase_s": "2"}, timeout_s=40)
+    assert alarmed.first("hang").rank == 0
+

@@ -41,11 +41,11 @@ def run_list(args: argparse.Namespace) -> int:
         emit(json.dumps({"scenarios": [s.to_dict() for s in scenarios]}, indent=2))
         return EXIT_OK
     width = max(len(s.name) for s in scenarios)
-    lines = [f"{'NAME':<{width}}  SYMPTOM  CAUSE  FIX  RANKS  BOUND  TITLE"]
+    lines = [f"{'NAME':<{width}}  SYMPTOM  CAUSE  FIX  RANKS  NODES  BOUND  TITLE"]
     for s in scenarios:
         lines.append(
             f"{s.name:<{width}}  {s.symptom:<7}  {s.labels['root_cause']:<5}  {s.labels['fix_pattern']:<3}  "
-            f"{s.world_size:<5}  {s.timeout_s:>4.0f}s  {s.title}"
+            f"{s.world_size:<5}  {s.nodes:<5}  {s.timeout_s:>4.0f}s  {s.title}"
         )
     emit("\n".join(lines))
     return EXIT_OK

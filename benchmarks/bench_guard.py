@@ -59,15 +59,17 @@ class Scenario:
 
 def scenarios(timeout_s: float, slow_s: float) -> list[Scenario]:
     t = {"LAB_TIMEOUT_S": str(timeout_s), "PG_TIMEOUT_S": str(timeout_s), "DS_ACCELERATOR": "cpu"}
-    slow = {**t, "FAULT_RANK": "0", "SLOW_S": str(slow_s)}
+    # the slow step must not reach the job's own collective timeout: that would be a real failure
+    slow_timeout = str(max(timeout_s, 3 * slow_s))
+    slow = {**t, "PG_TIMEOUT_S": slow_timeout, "FAULT_RANK": "0", "SLOW_S": str(slow_s)}
     return [
         Scenario("collective-shape-mismatch", LAB / "collective_shape_mismatch.py", t, ("collective_mismatch",), 1, 0),
         Scenario("rank-skips-collective", LAB / "rank_skips_collective.py", t, ("collective_diverged", "collective_skipped"), 1, 2,
-                 stall="rank 1: epoch done"),
+                 stall="rank 1 step 1: grad sum"),
         Scenario("stalled-rank", LAB / "stalled_rank.py", t, ("hang",), 1, 2, stall="rank 1 step 2: waiting for"),
         Scenario("stalled-rank-ddp", TRAIN, {**t, "FAULT": "lag"}, ("hang",), 1, 3, stall="rank 1 step 3: stalled"),
         Scenario("rank-dependent-model", LAB / "rank_dependent_model.py", t, ("model_mismatch",), 1, None),
-        Scenario("uneven-batches", LAB / "uneven_batches.py", t, ("uneven_batches",), 0, 2, stall="rank 1: epoch done"),
+        Scenario("uneven-batches", LAB / "uneven_batches.py", t, ("uneven_batches",), 0, 2, stall="rank 1 step 1: loss"),
         Scenario("nan-at-step", LAB / "nan_at_step.py", {**t, "LAB_FAULT_STEP": "3"}, ("nonfinite_loss", "exception"), 1, 3),
         Scenario("loss-scale-overflow", LAB / "loss_scale_overflow.py", t, ("loss_scale_collapse",), None, None),
         Scenario("rank-killed", LAB / "rank_killed.py", {**t, "LAB_FAULT_STEP": "3"}, ("rank_lost",), 1, 3,

@@ -169,3 +169,18 @@ def test_slow_checkpoint_save_is_not_a_hang(launch):
     alarmed = launch(TRAIN, env=env, guard_options={"slow_phase_s": "2"}, timeout_s=40)
     assert alarmed.first("hang").rank == 0
 
+
+
+def test_two_node_job_dead_node_is_named_by_the_guard(tmp_path):
+    """Two torchrun agents (the lab's two-node scenario), the guard in every worker through the same
+    environment `distdx run --guard` gives them: the killed worker of node 1 is named."""
+    from distdx.guard import read_events
+    from distdx.lab import run_scenario
+    from distdx.runner import plan_run
+
+    plan = plan_run(["torchrun", "x.py"], out_dir=tmp_path / "run", guard=True, guard_options={"interval_s": "0.25"})
+    guard_env = {k: v for k, v in plan.env.items() if k.startswith("DISTDX_GUARD") or k == "PYTHONPATH"}
+    run = run_scenario("two-node-node-dies", extra_env=guard_env, diagnose=False, keep=tmp_path / "lab")
+    assert run.failed_as_expected, run.log_tail
+    lost = [e for e in read_events(tmp_path / "run" / "guard") if e.kind == "rank_lost"]
+    assert lost and (lost[0].rank, lost[0].step) == (1, 3), [(e.kind, e.message) for e in read_events(tmp_path / "run" / "guard")]

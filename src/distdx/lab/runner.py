@@ -163,16 +163,19 @@ def launch_env(scenario: Scenario, workdir: Path, run_id: str, extra_env: dict[s
                       "GROUP_RANK", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_ERROR_FILE"):
         env.pop(inherited, None)
     env.update({"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "LAB_WORKDIR": str(workdir)})
-    inherited_path = env.get("PYTHONPATH", "")
+    inherited_path = env.pop("PYTHONPATH", "")
     env.update({k: _fill(v, ports) for k, v in scenario.env.items()})
     if scenario.nodes > 1:
         env.update({"LAB_NODE": f"node{node}", "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": RANK_PREFIX_TEMPLATE})
         if scenario.node_env:
             env.update({k: _fill(v, ports) for k, v in scenario.node_env[node].items()})
-    if inherited_path and env.get("PYTHONPATH", "") != inherited_path:
-        # a scenario's library folder goes in front of what the caller had (the guard's sitecustomize)
-        env["PYTHONPATH"] = env["PYTHONPATH"] + os.pathsep + inherited_path
-    env.update(extra_env or {})
+    extra = dict(extra_env or {})
+    # PYTHONPATH adds up: the node's own libraries first, then the caller's (the guard's
+    # sitecustomize), then what this process had
+    path = [env.pop("PYTHONPATH", ""), extra.pop("PYTHONPATH", ""), inherited_path]
+    env.update(extra)
+    if any(path):
+        env["PYTHONPATH"] = os.pathsep.join(p for p in path if p)
     env[MARKER] = run_id
     return env
 

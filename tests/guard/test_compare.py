@@ -154,12 +154,11 @@ def test_find_hang_all_inside_counts_from_the_last_arrival():
 
 
 def test_hang_threshold_follows_the_pace_of_the_call():
-    from types import SimpleNamespace
-
     from distdx.guard.config import GuardConfig
     from distdx.guard.session import Session
 
-    s = SimpleNamespace(config=GuardConfig(), _pace={})
+    s = Session.__new__(Session)  # only the pace bookkeeping: no process group needed
+    s.config, s._pace = GuardConfig(), {}
     act = ["collective", "world", 1, "all_reduce", "t.py:5", 0.0]
     for t in (0.0, 1.0, 3.0):
         assert Session.hang_threshold(s, act) == 20.0  # first calls: hang_s
@@ -170,6 +169,9 @@ def test_hang_threshold_follows_the_pace_of_the_call():
     for t in (3.01, 3.02, 3.03, 3.04, 3.05):
         Session._tick(s, ("world", "all_reduce", "t.py:5"), t)
     assert Session.hang_threshold(s, act) == 5.0  # a fast loop: the floor
+    for t in (10.0, 12.0, 14.0):  # training steps of 2 s: a call made many times a step waits for them
+        Session._tick(s, ("step",), t)
+    assert Session.hang_threshold(s, act) == 20.0
     s.config = GuardConfig(hang_factor=0)
     assert Session.hang_threshold(s, act) == 20.0
     backward = ["backward", "ddp", 1, "backward", "t.py:9", 0.0]

@@ -504,16 +504,25 @@ class Session:
             pace[1].append(now - pace[0])
             pace[0] = now
 
+    def _median_period(self, call: tuple) -> float | None:
+        pace = self._pace.get(call)
+        if pace is None or len(pace[1]) < self.config.hang_history:
+            return None
+        periods = sorted(list(pace[1]))  # list() first: the main thread may append meanwhile
+        return periods[len(periods) // 2]
+
     def hang_threshold(self, act: list) -> float:
         """How long a wait in ``act`` may last before it is a hang: ``hang_factor`` times the
-        median period of that call (floored at ``hang_floor_s``) once it has ``hang_history``
-        periods, ``hang_s`` before (the first steps, compilation, warm-up)."""
+        median period of that call, or of the training step when steps are known and longer (a
+        call made many times a step comes round faster than a peer may lag), floored at
+        ``hang_floor_s``, once it has ``hang_history`` periods; ``hang_s`` before (the first
+        steps, compilation, warm-up)."""
         cfg = self.config
-        pace = self._pace.get((act[1], act[3], act[4]) if act[0] == "collective" else ("backward", act[4]))
-        if not cfg.hang_factor or pace is None or len(pace[1]) < cfg.hang_history:
+        period = self._median_period((act[1], act[3], act[4]) if act[0] == "collective" else ("backward", act[4]))
+        if not cfg.hang_factor or period is None:
             return cfg.hang_s
-        periods = sorted(list(pace[1]))  # list() first: the main thread may append meanwhile
-        return round(max(cfg.hang_floor_s, cfg.hang_factor * periods[len(periods) // 2]), 3)
+        period = max(period, self._median_period(("step",)) or 0.0)
+        return round(max(cfg.hang_floor_s, cfg.hang_factor * period), 3)
 
     def enter_phase(self, name: str) -> list | None:
         """Mark the start of a known slow phase; returns the phase it nests in (for leave_phase)."""
@@ -741,6 +750,7 @@ class Session:
 
     def _announce_step(self) -> None:
         """One tiny key per step, so a rank that dies between heartbeats leaves its step behind."""
+        self._tick(("step",), time.time())
         try:
             self._set(f"st/{self.rank}", str(self.step))
         except Exception as e:  # noqa: BLE001

@@ -203,6 +203,7 @@ def compare_rings(rings: dict[int, list[list]]) -> list[Finding]:
 # A heartbeat: {"rank", "pid", "host", "beat", "step", "counts": {group: seq},
 #   "groups": {group: [ranks]}, "act": [kind, group, seq, op, site, since, hang threshold s] | None
 #   (the threshold is absent in an act merged from an announcement), "phase": [name, since] | None,
+#   "phase_end": when the last slow phase ended (0.0: none yet),
 #   "last": record | None, "state": "running" | "exited", "loaders": {...}, "drift": [...]}
 
 
@@ -291,7 +292,7 @@ def find_hang(heartbeats: dict[int, dict], now: float, hang_s: float, lost: dict
             notes.append(f"rank {p} {_whereabouts(phb, now)} (step {phb.get('step')})")
         else:
             waiting.append(p)
-    involved = [heartbeats.get(p) or {} for p in [*waiting, *lagging]]
+    involved = [heartbeats.get(p) or {} for p in [*waiting, *lagging] if p not in lost]  # a lost rank: its own report
     if slow_phase_s is not None and any(h.get("phase") for h in involved) and now - since <= slow_phase_s:
         return None  # a checkpoint save or an evaluation on a lagging rank is slow, not stuck
     # a wait counts from the end of the last slow phase of a rank it involves, and, when every rank

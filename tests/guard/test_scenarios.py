@@ -150,37 +150,15 @@ def _logged_at(result, text: str) -> float:
     raise AssertionError(f"the job never logged {text!r}")
 
 
-def test_stalled_rank_named_within_10_s_of_the_stall_with_default_thresholds(launch):
-    run = launch(TRAIN, env={"FAULT": "lag", "FAULT_STEP": "3"}, timeout_s=25)
-    hang = run.first("hang")
-    assert (hang.rank, hang.step) == (1, 3) and hang.fields["threshold_s"] == 5.0
-    assert hang.time - _logged_at(run.result, "rank 1 step 3: stalled") <= 10.0
+def test_slow_checkpoint_is_waited_out_and_a_real_stall_named_within_10_s(launch):
+    # rank 1 saves a checkpoint through a file system that takes 7 s at step 3 (rank 0 waits in
+    # DDP's all-reduce meanwhile, longer than that call's adaptive threshold of 5 s), then stalls
+    # for good at step 5; default thresholds
+    env = {"FAULT": "checkpoint+lag", "FAULT_STEP": "3", "SLOW_S": "7"}
+    run = launch(TRAIN, env=env, timeout_s=24)
+    errors = run.errors()
+    assert errors, "the stall was not reported"
+    hang = errors[0]  # nothing before it: the save raised no alarm
+    assert (hang.kind, hang.rank, hang.step) == ("hang", 1, 5) and hang.fields["threshold_s"] == 5.0
+    assert hang.time - _logged_at(run.result, "rank 1 step 5: stalled") <= 10.0
     assert "train.py" in hang.fields["stacks"]["1"]["stack"]
-
-
-def test_slow_checkpoint_save_is_not_a_hang(launch):
-    # rank 0 saves through a file system that takes 8 s; rank 1 waits in DDP's all-reduce meanwhile,
-    # longer than the adaptive threshold (5 s) of that call
-    env = {"FAULT": "checkpoint", "FAULT_RANK": "0", "SLOW_S": "8"}
-    run = launch(TRAIN, env=env, timeout_s=40)
-    assert run.result.exit_code == 0
-    assert run.errors() == []
-    # the same run without the slow-phase allowance is reported: the save did outlast the threshold
-    alarmed = launch(TRAIN, env=env, guard_options={"slow_phase_s": "2"}, timeout_s=40)
-    assert alarmed.first("hang").rank == 0
-
-
-
-def test_two_node_job_dead_node_is_named_by_the_guard(tmp_path):
-    """Two torchrun agents (the lab's two-node scenario), the guard in every worker through the same
-    environment `distdx run --guard` gives them: the killed worker of node 1 is named."""
-    from distdx.guard import read_events
-    from distdx.lab import run_scenario
-    from distdx.runner import plan_run
-
-    plan = plan_run(["torchrun", "x.py"], out_dir=tmp_path / "run", guard=True, guard_options={"interval_s": "0.25"})
-    guard_env = {k: v for k, v in plan.env.items() if k.startswith("DISTDX_GUARD") or k == "PYTHONPATH"}
-    run = run_scenario("two-node-node-dies", extra_env=guard_env, diagnose=False, keep=tmp_path / "lab")
-    assert run.failed_as_expected, run.log_tail
-    lost = [e for e in read_events(tmp_path / "run" / "guard") if e.kind == "rank_lost"]
-    assert lost and (lost[0].rank, lost[0].step) == (1, 3), [(e.kind, e.message) for e in read_events(tmp_path / "run" / "guard")]

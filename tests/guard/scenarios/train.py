@@ -3,7 +3,8 @@
 FAULT: none | shape | skip | model | uneven | nan | overflow | kill | lag
      | checkpoint | evaluation (no fault: a legitimately slow step of SLOW_S seconds on the FAULT_RANK
        rank while the others wait in the next collective: a checkpoint saved to a slow file
-       system, an evaluation pass)
+       system, an evaluation pass) | checkpoint+lag (the slow checkpoint at FAULT_STEP, then a
+       real stall, lag, two steps later)
 Knows nothing about distdx: the guard reaches it through `distdx run --guard` or sitecustomize.
 """
 
@@ -57,15 +58,16 @@ def main() -> None:
     step = 0
     for epoch in range(2):
         for x, y in DataLoader(data, batch_size=4):
-            if faulty and step == FAULT_STEP:
+            stall_after_save = FAULT == "checkpoint+lag" and step == FAULT_STEP + 2
+            if faulty and (step == FAULT_STEP or stall_after_save):
                 if FAULT == "nan":
                     x = x * float("nan")
                 elif FAULT == "kill":
                     os.kill(os.getpid(), signal.SIGKILL)
-                elif FAULT == "lag":
+                elif FAULT == "lag" or stall_after_save:
                     print(f"rank {rank} step {step}: stalled", flush=True)
                     time.sleep(3600)
-                elif FAULT == "checkpoint":
+                elif FAULT in ("checkpoint", "checkpoint+lag"):
                     print(f"rank {rank} step {step}: saving a checkpoint", flush=True)
                     torch.save(model.state_dict(), SlowFile())
                 elif FAULT == "evaluation":

@@ -18,7 +18,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-asyncssh = __import__("pytest").importorskip("asyncssh", reason="the real-SSH doctor tests need asyncssh (dev extra)")
+import pytest
+
+asyncssh = pytest.importorskip("asyncssh", reason="the real-SSH doctor tests need asyncssh (the dev extra pins it)")
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 

@@ -4,8 +4,10 @@ reported under its own name with what to do."""
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
+from contextlib import redirect_stdout
 
 import pytest
 
@@ -42,10 +44,7 @@ def server(tmp_path_factory):
 def report(server, tmp_path_factory):
     hostfile = tmp_path_factory.mktemp("hosts") / "hostfile"
     hostfile.write_text("".join(f"{n} slots=1\n" for n in [*(n.name for n in NODES), *FAILING]))
-    import io
-    from contextlib import redirect_stdout
-
-    out = io.StringIO()
+    out = io.StringIO()  # the CLI prints its report
     with redirect_stdout(out):
         code = main(["doctor", "--hostfile", str(hostfile), "--ssh-config", str(server.config),
                      "--ssh-timeout", "3", "--remote-timeout", "5", "--format", "json"])

@@ -6,6 +6,12 @@
     whether DETAIL's own collective check fired, and for the guard the seconds from launch to its
     first event of the expected kind and whether that event names the right rank and step. The
     process group's collective timeout is --pg-timeout (default 60 s), so a plain hang ends there.
+    For the scenarios that stall (a rank stops, skips a call, runs out of data or dies while its
+    peers wait), `stall_to_report_s` is the time from the log line the program prints at the stall
+    (its timestamp in the run's timestamped log) to the guard's first event of the expected kind.
+    Two more scenarios have no fault at all, a legitimately slow step of --slow-s seconds on rank 0
+    while rank 1 waits (a checkpoint saved to a slow file system, an evaluation pass; the guard's
+    tests/guard/scenarios/train.py): `false_alarms` counts their warning and error events.
 (b) Overhead: a small unmodified 2-rank DDP loop (MLP, DataLoader, SGD, one logging all_reduce per
     step) on gloo, with and without the guard, interleaved over --repeats runs; each run reports
     the median step time of rank 0 after warm-up. Overhead = median of the guard runs' medians
@@ -36,6 +42,7 @@ from distdx.guard import read_events  # noqa: E402
 from distdx.runner import execute, plan_run  # noqa: E402
 
 LAB = ROOT / "src" / "distdx" / "lab" / "scenarios"
+TRAIN = ROOT / "tests" / "guard" / "scenarios" / "train.py"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,23 +50,36 @@ class Scenario:
     name: str
     script: Path
     env: dict
-    kinds: tuple[str, ...]  # guard event kinds that count as catching it
+    kinds: tuple[str, ...]  # guard event kinds that count as catching it; () for a scenario without fault
     rank: int | None  # the rank at fault (None: any)
     step: int | None  # the step of the fault (None: not checked)
+    stall: str | None = None  # the log text the program prints when its peers start to wait (a stall)
+    modes: tuple[str, ...] = ("plain", "detail", "guard")
 
 
-def scenarios(timeout_s: float) -> list[Scenario]:
+def scenarios(timeout_s: float, slow_s: float) -> list[Scenario]:
     t = {"LAB_TIMEOUT_S": str(timeout_s), "PG_TIMEOUT_S": str(timeout_s), "DS_ACCELERATOR": "cpu"}
+    # the slow step must not reach the job's own collective timeout: that would be a real failure
+    slow_timeout = str(max(timeout_s, 3 * slow_s))
+    slow = {**t, "PG_TIMEOUT_S": slow_timeout, "FAULT_RANK": "0", "SLOW_S": str(slow_s)}
     return [
         Scenario("collective-shape-mismatch", LAB / "collective_shape_mismatch.py", t, ("collective_mismatch",), 1, 0),
-        Scenario("rank-skips-collective", LAB / "rank_skips_collective.py", t, ("collective_diverged", "collective_skipped"), 1, 2),
-        Scenario("stalled-rank", LAB / "stalled_rank.py", t, ("hang",), 1, 2),
+        Scenario("rank-skips-collective", LAB / "rank_skips_collective.py", t, ("collective_diverged", "collective_skipped"), 1, 2,
+                 stall="rank 1 step 1: grad sum"),
+        Scenario("stalled-rank", LAB / "stalled_rank.py", t, ("hang",), 1, 2, stall="rank 1 step 2: waiting for"),
+        Scenario("stalled-rank-ddp", TRAIN, {**t, "FAULT": "lag"}, ("hang",), 1, 3, stall="rank 1 step 3: stalled"),
         Scenario("rank-dependent-model", LAB / "rank_dependent_model.py", t, ("model_mismatch",), 1, None),
-        Scenario("uneven-batches", LAB / "uneven_batches.py", t, ("uneven_batches",), 0, 2),
+        Scenario("uneven-batches", LAB / "uneven_batches.py", t, ("uneven_batches",), 0, 2, stall="rank 1 step 1: loss"),
         Scenario("nan-at-step", LAB / "nan_at_step.py", {**t, "LAB_FAULT_STEP": "3"}, ("nonfinite_loss", "exception"), 1, 3),
         Scenario("loss-scale-overflow", LAB / "loss_scale_overflow.py", t, ("loss_scale_collapse",), None, None),
-        Scenario("rank-killed", LAB / "rank_killed.py", {**t, "LAB_FAULT_STEP": "3"}, ("rank_lost",), 1, 3),
+        Scenario("rank-killed", LAB / "rank_killed.py", {**t, "LAB_FAULT_STEP": "3"}, ("rank_lost",), 1, 3,
+                 stall="rank 1 step 2: loss"),
+        Scenario("slow-checkpoint-save", TRAIN, {**slow, "FAULT": "checkpoint"}, (), None, None, modes=("guard",)),
+        Scenario("slow-evaluation", TRAIN, {**slow, "FAULT": "evaluation"}, (), None, None, modes=("guard",)),
     ]
+
+
+STALLING = {sc.name for sc in scenarios(60.0, 30.0) if sc.stall}
 
 
 def free_port() -> int:
@@ -81,21 +101,28 @@ def launch(script: Path, env: dict, out: Path, *, guard: bool, limit_s: float, n
 ERROR_LINE = re.compile(r"Traceback|Error|error:|EnforceNotMet|SIGABRT|SIGSEGV|Signal \d+|exitcode")
 
 
-def first_error_s(result, started: float) -> float | None:
+def logged_at(result, matches) -> float | None:
+    """The time of the first line of the run's timestamped log for which ``matches(text)`` holds."""
     with open(result.timestamped_log, encoding="utf-8", errors="replace") as f:
         for line in f:
             stamp, _, text = line.partition(" ")
-            if ERROR_LINE.search(text) and "[distdx-guard]" not in text:
-                t = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
-                return round(t - started, 2)
+            if matches(text):
+                return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
     return None
 
 
-def run_detection(timeout_s: float, work: Path) -> list[dict]:
+def first_error_s(result, started: float) -> float | None:
+    t = logged_at(result, lambda text: ERROR_LINE.search(text) and "[distdx-guard]" not in text)
+    return None if t is None else round(t - started, 2)
+
+
+def run_detection(timeout_s: float, slow_s: float, work: Path, only: str | None = None) -> list[dict]:
     rows = []
-    for sc in scenarios(timeout_s):
-        row: dict = {"scenario": sc.name}
-        for mode in ("plain", "detail", "guard"):
+    for sc in scenarios(timeout_s, slow_s):
+        if only and sc.name not in only.split(","):
+            continue
+        row: dict = {"scenario": sc.name, "fault": bool(sc.kinds)}
+        for mode in sc.modes:
             env = dict(sc.env)
             if mode == "detail":
                 env["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"
@@ -115,6 +142,10 @@ def run_detection(timeout_s: float, work: Path) -> list[dict]:
                 events = read_events(out / "guard") if (out / "guard").is_dir() else []
                 hits = [e for e in events if e.kind in sc.kinds]
                 first = hits[0] if hits else None
+                stalled_at = logged_at(result, lambda text: sc.stall in text) if sc.stall else None
+                row["stall_to_report_s"] = (round(first.time - stalled_at, 2)
+                                            if first is not None and stalled_at is not None else None)
+                row["false_alarms"] = None if sc.kinds else sum(e.severity != "info" for e in events)
                 entry.update(
                     caught=first is not None,
                     kind=first.kind if first else None,
@@ -125,6 +156,8 @@ def run_detection(timeout_s: float, work: Path) -> list[dict]:
                     right_step=bool(first) and (sc.step is None or first.step == sc.step),
                     message=first.message if first else None,
                 )
+            if mode == "guard" and not sc.kinds:
+                entry["alarms"] = [e.message for e in events if e.severity != "info"]
             row[mode] = entry
             print(f"  {sc.name:<26} {mode:<6} {json.dumps(entry)[:220]}", file=sys.stderr, flush=True)
         rows.append(row)
@@ -285,6 +318,8 @@ def render(report: dict) -> str:
             "|---|---|---|---|---|",
         ]
         for row in report["detection"]:
+            if "plain" not in row:
+                continue
             p, d, g = row["plain"], row["detail"], row["guard"]
             dnote = "fired" if d.get("detail_check_fired") else ("SIGSEGV" if d.get("segfault") else "no")
             out.append(
@@ -292,6 +327,14 @@ def render(report: dict) -> str:
                 f"| {'yes' if g['caught'] else 'no'}: {g['detect_s']} s ({g['first_error_s']} s), {g['kind']} "
                 f"| {'yes' if g['right_rank'] else 'no'} / {'yes' if g['right_step'] else 'no'} |"
             )
+        out += ["", "| scenario | guard named the stall, seconds after it | false alarms (no-fault scenarios) |", "|---|---|---|"]
+        for row in report["detection"]:
+            if row["scenario"] in STALLING:
+                named = "not named" if row["stall_to_report_s"] is None else f"{row['stall_to_report_s']} s"
+            else:
+                named = "-"
+            alarms = "-" if row["false_alarms"] is None else str(row["false_alarms"])
+            out.append(f"| {row['scenario']} | {named} | {alarms} |")
     if "overhead" in report:
         o = report["overhead"]
         out += [
@@ -326,6 +369,8 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=6)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=30)
+    ap.add_argument("--slow-s", type=float, default=30.0, help="length of the legitimately slow step, seconds")
+    ap.add_argument("--only", help="comma-separated scenario names of the detection part (default: all)")
     ap.add_argument("--json", help="also write the report as JSON here")
     ap.add_argument("--render", metavar="REPORT.json", help="only print the tables of an earlier --json report")
     args = ap.parse_args()
@@ -336,7 +381,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-guard-") as tmp:
         work = Path(tmp)
         if args.part in ("detection", "all"):
-            report["detection"] = run_detection(args.pg_timeout, work)
+            report["detection"] = run_detection(args.pg_timeout, args.slow_s, work, args.only)
         if args.part in ("overhead", "all"):
             report["overhead"] = run_overhead(args.repeats, args.steps, args.warmup, work)
         if args.part in ("overhead", "costs", "all"):

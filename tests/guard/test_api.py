@@ -100,3 +100,28 @@ def test_without_a_process_group_nothing_is_compared(world_of_one):
     result = guard.check_model(torch.nn.Linear(2, 2))
     assert result.ok and "not active" in result.message
     assert guard.step(loss=torch.tensor(float("nan"))) == 0
+
+
+def test_slow_phases_are_published_in_the_heartbeat(world_of_one, tmp_path):
+    from distdx.guard import runtime
+
+    guard.install(out_dir=str(world_of_one), echo=False)
+    _init()
+    s = runtime.session()
+    model = torch.nn.Linear(2, 2)
+    with guard.slow_phase("upload"):
+        assert s.heartbeat()["phase"][0] == "upload"
+        torch.save(model.state_dict(), tmp_path / "inner.pt")  # nested: the outer phase stays
+        assert s.heartbeat()["phase"][0] == "upload"
+    assert s.heartbeat()["phase"] is None and s.heartbeat()["phase_end"] > 0
+    model.eval()  # before any training step: not an evaluation phase
+    assert s.heartbeat()["phase"] is None
+    guard.step()
+    model.eval()
+    assert s.heartbeat()["phase"][0] == "evaluation"
+    model.train()
+    assert s.heartbeat()["phase"] is None
+    guard.uninstall()
+    assert torch.save.__name__ == "save" and not getattr(torch.save, "__distdx_guard__", False)
+    with guard.slow_phase("outside a job"):  # no session: nothing to mark, no error
+        pass

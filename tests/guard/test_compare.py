@@ -116,6 +116,68 @@ def test_find_hang_counts_lost_ranks_as_lagging():
     assert finding.ranks == (1,) and "rank 1 has exited" in finding.message
 
 
+def test_find_hang_uses_the_threshold_each_rank_publishes():
+    now = 100.0
+    waiting = hb(0, act=["collective", "world", 7, "all_reduce", "t.py:5", now - 6, 5.0], counts={"world": 7}, step=4)
+    lagging = hb(1, counts={"world": 6}, step=4, last=rec(6, step=3))
+    finding = compare.find_hang({0: waiting, 1: lagging}, now, 20.0, {})
+    assert finding.ranks == (1,) and finding.fields["threshold_s"] == 5.0
+    waiting["act"][6] = 8.0  # a slower call: 6 s is within its pace
+    assert compare.find_hang({0: waiting, 1: lagging}, now, 20.0, {}) is None
+    del waiting["act"][6]  # merged from an announcement: no threshold, hang_s applies
+    assert compare.find_hang({0: waiting, 1: lagging}, now, 20.0, {}) is None
+    assert compare.find_hang({0: waiting, 1: lagging}, now, 5.5, {}).ranks == (1,)
+
+
+def test_find_hang_waits_out_a_slow_phase_of_a_lagging_rank():
+    now = 100.0
+    waiting = hb(0, act=["collective", "world", 7, "all_reduce", "t.py:5", now - 30, 5.0], counts={"world": 7})
+    saving = dict(hb(1, counts={"world": 6}, last=rec(6)), phase=["checkpoint save", now - 31])
+    assert compare.find_hang({0: waiting, 1: saving}, now, 20.0, {}, slow_phase_s=600.0) is None
+    assert compare.find_hang({0: waiting, 1: saving}, now, 20.0, {}, slow_phase_s=25.0).ranks == (1,)
+    # the save ended 2 s ago and the rank is on its way to the call: not a hang yet
+    back = dict(saving, phase=None, phase_end=now - 2)
+    assert compare.find_hang({0: waiting, 1: back}, now, 20.0, {}, slow_phase_s=600.0) is None
+    back["phase_end"] = now - 6
+    finding = compare.find_hang({0: waiting, 1: back}, now, 20.0, {}, slow_phase_s=600.0)
+    assert finding.ranks == (1,) and "waited 30.0 s" in finding.message
+
+
+def test_find_hang_all_inside_counts_from_the_last_arrival():
+    now = 50.0
+    early = ["collective", "world", 3, "all_reduce", "t.py:5", now - 25, 5.0]
+    late = [*early[:5], now - 1, 5.0]
+    beats = {0: hb(0, act=early, counts={"world": 3}), 1: hb(1, act=late, counts={"world": 3})}
+    assert compare.find_hang(beats, now, 20.0, {}) is None
+    beats[1]["act"][5] = now - 6
+    assert "transport itself is stuck" in compare.find_hang(beats, now, 20.0, {}).message
+
+
+def test_hang_threshold_follows_the_pace_of_the_call():
+    from distdx.guard.config import GuardConfig
+    from distdx.guard.session import Session
+
+    s = Session.__new__(Session)  # only the pace bookkeeping: no process group needed
+    s.config, s._pace = GuardConfig(), {}
+    act = ["collective", "world", 1, "all_reduce", "t.py:5", 0.0]
+    for t in (0.0, 1.0, 3.0):
+        assert Session.hang_threshold(s, act) == 20.0  # first calls: hang_s
+        Session._tick(s, ("world", "all_reduce", "t.py:5"), t)
+    assert Session.hang_threshold(s, act) == 20.0  # 10 x the larger of two periods (1 s, 2 s)
+    Session._tick(s, ("world", "all_reduce", "t.py:5"), 4.0)
+    assert Session.hang_threshold(s, act) == 10.0  # 10 x the median period, 1 s
+    for t in (3.01, 3.02, 3.03, 3.04, 3.05):
+        Session._tick(s, ("world", "all_reduce", "t.py:5"), t)
+    assert Session.hang_threshold(s, act) == 5.0  # a fast loop: the floor
+    for t in (10.0, 12.0, 14.0):  # training steps of 2 s: a call made many times a step waits for them
+        Session._tick(s, ("step",), t)
+    assert Session.hang_threshold(s, act) == 20.0
+    s.config = GuardConfig(hang_factor=0)
+    assert Session.hang_threshold(s, act) == 20.0
+    backward = ["backward", "ddp", 1, "backward", "t.py:9", 0.0]
+    assert Session.hang_threshold(s, backward) == 20.0  # its own history, none yet
+
+
 def test_find_skipped_names_the_rank_that_moved_on():
     now = 10.0
     beats = {

@@ -139,3 +139,26 @@ def test_lab_rank_skips_collective(launch):
     event = run.first("collective_diverged")
     assert (event.rank, event.step) == (1, 2)
     assert event.time - run.started < 15 < PLAIN_TIMEOUT_S
+
+
+def _logged_at(result, text: str) -> float:
+    with open(result.timestamped_log, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            stamp, _, rest = line.partition(" ")
+            if text in rest:
+                return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc).timestamp()
+    raise AssertionError(f"the job never logged {text!r}")
+
+
+def test_slow_checkpoint_is_waited_out_and_a_real_stall_named_within_10_s(launch):
+    # rank 1 saves a checkpoint through a file system that takes 7 s at step 3 (rank 0 waits in
+    # DDP's all-reduce meanwhile, longer than that call's adaptive threshold of 5 s), then stalls
+    # for good at step 5; default thresholds
+    env = {"FAULT": "checkpoint+lag", "FAULT_STEP": "3", "SLOW_S": "7"}
+    run = launch(TRAIN, env=env, timeout_s=24)
+    errors = run.errors()
+    assert errors, "the stall was not reported"
+    hang = errors[0]  # nothing before it: the save raised no alarm
+    assert (hang.kind, hang.rank, hang.step) == ("hang", 1, 5) and hang.fields["threshold_s"] == 5.0
+    assert hang.time - _logged_at(run.result, "rank 1 step 5: stalled") <= 10.0
+    assert "train.py" in hang.fields["stacks"]["1"]["stack"]

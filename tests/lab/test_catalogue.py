@@ -184,3 +184,43 @@ def test_a_shipped_config_is_copied_into_the_run_and_can_be_replaced(tmp_path):
         assert launch_env(scenario, tmp_path, "r")["LAB_CONFIG"] == str(tmp_path / scenario.config)
         replaced = launch_env(scenario, tmp_path, "r", {"LAB_CONFIG": "/elsewhere/fixed.json"})
         assert replaced["LAB_CONFIG"] == "/elsewhere/fixed.json"
+
+def test_two_node_scenarios_are_listed_with_their_nodes(capsys):
+    assert main(["lab", "list", "--format", "json"]) == 0
+    listed = {s["name"]: s for s in json.loads(capsys.readouterr().out)["scenarios"]}
+    assert all(s["nodes"] in (1, 2) for s in listed.values())
+    two = {n for n, s in listed.items() if s["nodes"] == 2}
+    assert {"two-node-node-dies", "two-node-never-arrives", "two-node-master-port-mismatch", "two-node-mixed-versions"} <= two
+    assert listed["two-node-never-arrives"]["absent_nodes"] == [1]
+    assert listed["collective-shape-mismatch"]["nodes"] == 1
+
+
+def test_two_node_launch_commands_meet_at_one_c10d_rendezvous(tmp_path):
+    from distdx.lab.runner import launch_command, launch_env
+
+    s = get_scenario("two-node-master-port-mismatch")
+    node0 = launch_command(s, 1234, tmp_path, node=0, port2=5678, run_id="r")
+    node1 = launch_command(s, 1234, tmp_path, node=1, port2=5678, run_id="r")
+    for n, cmd in enumerate((node0, node1)):
+        assert cmd[cmd.index("--nnodes") + 1] == "2" and cmd[cmd.index("--node-rank") + 1] == str(n)
+        assert cmd[cmd.index("--rdzv-backend") + 1] == "c10d" and cmd[cmd.index("--rdzv-endpoint") + 1] == "127.0.0.1:1234"
+    assert node1[-4:-1] == ["127.0.0.1:5678", "--rdzv-conf", "is_host=false,read_timeout=3"]  # its own, later, port
+    env1 = launch_env(get_scenario("two-node-mixed-versions"), tmp_path, "r", node=1)
+    assert env1["LAB_NODE"] == "node1" and "labmodel-2.0" in env1["PYTHONPATH"].split(":")[0]
+    assert env1["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] == "[rank${rank}]:"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"nodes": 3}, "nodes must be"),
+    ({"nodes": 2, "world_size": 3}, "divide world_size"),
+    ({"nodes": 2, "node_env": [{}]}, "node_env"),
+    ({"nodes": 2, "absent_nodes": [0]}, "absent_nodes"),
+    ({"nodes": 2, "fault_node": 2}, "fault_node"),
+])
+def test_bad_node_fields_are_refused(change, message):
+    import yaml
+
+    spec = yaml.safe_load(GOOD)
+    spec["scenarios"][0].update(change)
+    with pytest.raises(DistdxError, match=message):
+        parse_catalogue(yaml.safe_dump(spec), {"healthy_ddp.py"})

@@ -92,3 +92,23 @@ def test_time_bound_kills_the_whole_run():
     assert run.timed_out and not run.failed_as_expected
     assert run.duration_s < 3 + 10
     assert marked_processes(run.run_id) == []
+
+
+TWO_NODE = [s for s in SCENARIOS if s.nodes == 2]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", TWO_NODE, ids=lambda s: s.name)
+def test_two_node_diagnosis_names_the_failing_node_and_rank(scenario, lab_run):
+    run = lab_run(scenario)
+    started = [n for n in range(scenario.nodes) if n not in scenario.absent_nodes]
+    assert [c is not None for c in run.node_exit_codes] == [n in started for n in range(scenario.nodes)]
+    first = run.diagnosis["first_failure"]
+    lines = open(run.combined_log, encoding="utf-8").read().splitlines()
+    # a node that never started wrote nothing: the first failure is then the timeout of a node that did
+    reporting = scenario.fault_node if scenario.fault_node in started else started[0]
+    assert lines[first["line"] - 1].startswith(f"node{reporting}: "), (first, lines[first["line"] - 1])
+    if scenario.fault_rank is not None:
+        assert first["rank"] == scenario.fault_rank, first
+    if scenario.fault_node not in started:
+        assert not any(line.startswith(f"node{scenario.fault_node}: ") for line in lines)

@@ -28,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     multi.add_argument("--hostfile", metavar="FILE", help="DeepSpeed/pdsh or MPI hostfile: run the doctor on "
                        "every host over ssh and show what differs")
     multi.add_argument("--ssh-port", type=whole(1, 65535), help="ssh port on the nodes (default: ssh's own)")
+    multi.add_argument("--ssh-config", metavar="FILE", help="ssh config file to use instead of ~/.ssh/config "
+                       "(ssh -F: node aliases, keys, known_hosts, jump hosts)")
     multi.add_argument("--ssh-timeout", type=whole(1, 3600), default=5,
                        help="ssh ConnectTimeout in seconds, 1 to 3600 (default 5)")
     multi.add_argument("--remote-timeout", type=positive, default=60.0, help="limit for the remote doctor (s)")
@@ -82,8 +84,13 @@ def _hostfile(args: argparse.Namespace) -> int:
         raise DistdxError("DX-HOSTFILE-003", f"cannot read hostfile {path}: {e}",
                           hint="pass a plain-text hostfile (UTF-8), one `host slots=N` per line") from None
     entries = parse_hostfile(text, str(path))
+    if args.ssh_config and not Path(args.ssh_config).is_file():
+        raise DistdxError("DX-DOCTOR-007", f"ssh config {args.ssh_config} not found",
+                          why="ssh -F stops at once on a config file it cannot open, for every node",
+                          hint="pass the path of an existing ssh config file, or leave --ssh-config out to use ~/.ssh/config")
     multi = doctor_nodes(entries, port=args.ssh_port, connect_timeout=args.ssh_timeout,
-                         run_timeout=args.remote_timeout, remote_command=args.remote_command)
+                         run_timeout=args.remote_timeout, remote_command=args.remote_command,
+                         ssh_config=args.ssh_config)
     if args.format == "json":
         emit(json.dumps(multi.to_dict(), indent=2, default=str))
     elif args.format == "markdown":

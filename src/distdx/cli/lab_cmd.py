@@ -41,11 +41,11 @@ def run_list(args: argparse.Namespace) -> int:
         emit(json.dumps({"scenarios": [s.to_dict() for s in scenarios]}, indent=2))
         return EXIT_OK
     width = max(len(s.name) for s in scenarios)
-    lines = [f"{'NAME':<{width}}  SYMPTOM  CAUSE  FIX  RANKS  BOUND  TITLE"]
+    lines = [f"{'NAME':<{width}}  SYMPTOM  CAUSE  FIX  RANKS  NODES  BOUND  TITLE"]
     for s in scenarios:
         lines.append(
             f"{s.name:<{width}}  {s.symptom:<7}  {s.labels['root_cause']:<5}  {s.labels['fix_pattern']:<3}  "
-            f"{s.world_size:<5}  {s.timeout_s:>4.0f}s  {s.title}"
+            f"{s.world_size:<5}  {s.nodes:<5}  {s.timeout_s:>4.0f}s  {s.title}"
         )
     emit("\n".join(lines))
     return EXIT_OK
@@ -63,6 +63,9 @@ def _render_text(run, scenario) -> str:
         ("result", f"{verdict}: exit code {run.exit_code} after {run.duration_s:.1f}s"
          + (" (killed at the time bound)" if run.timed_out else "")),
     ]
+    if scenario.nodes > 1:
+        rows.append(("nodes", "; ".join(f"node{n}: " + ("never started" if c is None else f"exit {c}")
+                                        for n, c in enumerate(run.node_exit_codes))))
     rows += [("missing", f"expected log line /{p}/") for p in run.missing_log]
     if run.leftover_processes:
         rows.append(("cleanup", f"killed {run.leftover_processes} process(es) that outlived the launcher"))
@@ -74,6 +77,9 @@ def _render_text(run, scenario) -> str:
         match = "as expected" if got == scenario.symptom else f"expected {scenario.symptom}"
         rows.append(("diagnosis", run.diagnosis.get("headline", "")))
         rows.append(("", f"top symptom {tax.label(got) if got else 'none'} ({match})"))
+        first = run.diagnosis.get("first_failure")
+        if first:
+            rows.append(("", f"first failure: line {first['line']} (rank {first['rank']}): {first['text']}"))
     elif run.diagnosis_error:
         rows.append(("diagnosis", run.diagnosis_error))
     rows.append(("should say", scenario.diagnosis))

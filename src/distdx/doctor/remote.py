@@ -31,6 +31,11 @@ _SSH_ERRORS = (
      "fix DNS or /etc/hosts, or use the IP address in the hostfile"),
     ("Permission denied", "the key was refused and BatchMode forbids a password prompt",
      "set up passwordless keys: ssh-copy-id HOST (launchers need it on every node)"),
+    ("REMOTE HOST IDENTIFICATION HAS CHANGED",
+     "the node's host key is not the one recorded in known_hosts (a reinstalled node, a reused address, or "
+     "someone in the middle)",
+     "confirm with the node's admin that it was reinstalled, then `ssh-keygen -R HOST` and connect once to "
+     "record the new key; do not turn StrictHostKeyChecking off"),
     ("Host key verification failed", "the host key is unknown or changed",
      "connect once interactively (or ssh-keyscan HOST >> ~/.ssh/known_hosts)"),
     ("No route to host", "the network has no path to the node", "check routing and interfaces"),
@@ -65,8 +70,11 @@ class MultiNodeReport:
                 "ok": not self.failed}
 
 
-def ssh_command(host: str, remote: str, *, port: int | None = None, connect_timeout: int = 5) -> list[str]:
+def ssh_command(host: str, remote: str, *, port: int | None = None, connect_timeout: int = 5,
+                ssh_config: str | None = None) -> list[str]:
     cmd = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={connect_timeout}", "-o", "LogLevel=ERROR"]
+    if ssh_config is not None:
+        cmd += ["-F", ssh_config]
     if port is not None:
         cmd += ["-p", str(port)]
     if host.startswith("-"):  # parse_hostfile refuses these; this guards every other caller
@@ -76,18 +84,18 @@ def ssh_command(host: str, remote: str, *, port: int | None = None, connect_time
     return cmd + ["--", host, remote]
 
 
-def _explain(stderr: str) -> tuple[str, str]:
+def _explain(stderr: str, host: str) -> tuple[str, str]:
     last = next((line for line in reversed(stderr.strip().splitlines()) if line.strip()), "ssh failed")
     for fragment, why, hint in _SSH_ERRORS:
         if fragment.lower() in stderr.lower():
-            return f"{last.strip()} ({why})", hint
+            return f"{last.strip()} ({why})", hint.replace("HOST", host)
     return last.strip(), "run the same ssh command by hand to see what it asks for"
 
 
 def check_node(host: str, *, port: int | None = None, connect_timeout: int = 5, run_timeout: float = 60.0,
-               remote_command: str = DEFAULT_REMOTE_COMMAND) -> NodeResult:
+               remote_command: str = DEFAULT_REMOTE_COMMAND, ssh_config: str | None = None) -> NodeResult:
     start = time.perf_counter()
-    cmd = ssh_command(host, remote_command, port=port, connect_timeout=connect_timeout)
+    cmd = ssh_command(host, remote_command, port=port, connect_timeout=connect_timeout, ssh_config=ssh_config)
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=connect_timeout + run_timeout, check=False)
     except subprocess.TimeoutExpired:
@@ -98,7 +106,7 @@ def check_node(host: str, *, port: int | None = None, connect_timeout: int = 5, 
                           time.perf_counter() - start)
     elapsed = time.perf_counter() - start
     if out.returncode == 255:
-        error, hint = _explain(out.stderr)
+        error, hint = _explain(out.stderr, host)
         return NodeResult(host, False, None, error, hint, elapsed)
     if out.returncode == 127:
         return NodeResult(host, True, None, f"`{remote_command}` not found on {host}",
@@ -114,10 +122,12 @@ def check_node(host: str, *, port: int | None = None, connect_timeout: int = 5, 
 
 
 def doctor_nodes(entries: list[HostEntry], *, port: int | None = None, connect_timeout: int = 5,
-                 run_timeout: float = 60.0, remote_command: str = DEFAULT_REMOTE_COMMAND) -> MultiNodeReport:
+                 run_timeout: float = 60.0, remote_command: str = DEFAULT_REMOTE_COMMAND,
+                 ssh_config: str | None = None) -> MultiNodeReport:
     with cf.ThreadPoolExecutor(max_workers=min(16, max(1, len(entries)))) as pool:
         results = list(pool.map(lambda e: check_node(e.host, port=port, connect_timeout=connect_timeout,
-                                                     run_timeout=run_timeout, remote_command=remote_command),
+                                                     run_timeout=run_timeout, remote_command=remote_command,
+                                                     ssh_config=ssh_config),
                                 entries))
     reports = {r.host: r.report for r in results if r.report is not None}
     return MultiNodeReport(nodes=tuple(results), comparison=compare_reports(reports))

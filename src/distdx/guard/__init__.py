@@ -18,7 +18,10 @@ Contract
   requires_grad (digest first, details on mismatch); each collective's sequence number, op, shape,
   dtype, root, group and call site is recorded in a ring published by a heartbeat thread, checked
   against the peers on first sight of each call and on every heartbeat; a hang report names the
-  stuck, lagging and lost ranks with every rank's Python stack. Numerics: non-finite loss or
+  stuck, lagging and lost ranks with every rank's Python stack. A wait is a hang past a threshold
+  that follows the job's pace: ``hang_factor`` times the median period of the call waited in
+  (floor ``hang_floor_s``), ``hang_s`` while a call has no history yet, ``slow_phase_s`` while a
+  lagging rank saves a checkpoint, evaluates or is inside ``slow_phase(...)``. Numerics: non-finite loss or
   gradients (step, rank, parameter), loss-scale collapse, gradient-norm spikes, replica drift.
   Data: different batch counts per rank in an epoch.
 - Output: one JSONL file per rank, ``$DISTDX_GUARD_DIR/guard-rank{r}.jsonl``, one event a line
@@ -50,6 +53,7 @@ __all__ = [
     "install",
     "is_active",
     "read_events",
+    "slow_phase",
     "step",
     "uninstall",
 ]
@@ -104,6 +108,23 @@ class guarded(contextlib.ContextDecorator):
         if self._owner:
             uninstall()
         return False
+
+
+@contextlib.contextmanager
+def slow_phase(name: str):  # type: ignore[no-untyped-def]
+    """``with slow_phase("export to S3"): ...`` on the rank doing legitimately slow work alone
+    while its peers wait for it: their wait is a hang only after ``slow_phase_s``, not after the
+    adaptive threshold. ``torch.save``, torch.distributed.checkpoint saves and evaluation (a
+    module in eval mode) are recognised without it."""
+    from distdx.guard import runtime
+
+    s = runtime.session()
+    outer = s.enter_phase(name) if s is not None else None
+    try:
+        yield
+    finally:
+        if s is not None:
+            s.leave_phase(outer)
 
 
 def check_model(model: Any, *, replicated: bool = False, config: object = None) -> ModelCheck:

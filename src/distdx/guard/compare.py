@@ -201,7 +201,9 @@ def compare_rings(rings: dict[int, list[list]]) -> list[Finding]:
 # ---------------------------------------------------------------- hangs and lost ranks
 
 # A heartbeat: {"rank", "pid", "host", "beat", "step", "counts": {group: seq},
-#   "groups": {group: [ranks]}, "act": [kind, group, seq, op, site, since] | None,
+#   "groups": {group: [ranks]}, "act": [kind, group, seq, op, site, since, hang threshold s] | None
+#   (the threshold is absent in an act merged from an announcement), "phase": [name, since] | None,
+#   "phase_end": when the last slow phase ended (0.0: none yet),
 #   "last": record | None, "state": "running" | "exited", "loaders": {...}, "drift": [...]}
 
 
@@ -229,21 +231,34 @@ def _whereabouts(hb: dict, now: float) -> str:
     if hb.get("state") == "exited":
         return "has exited"
     if act:
-        kind, group, seq, op, site, since = act
+        kind, group, seq, op, site, since = act[:6]
         what = f"{op} seq {seq} on group {group}" if kind == "collective" else f"{kind}"
         return f"is in {what}" + (f" at {site}" if site else "") + f" for {now - since:.1f} s"
+    phase = hb.get("phase")
+    if phase:
+        return f"is in {phase[0]} for {now - phase[1]:.1f} s"
     return "is running other code"
 
 
-def find_hang(heartbeats: dict[int, dict], now: float, hang_s: float, lost: dict[int, str]) -> Finding | None:
-    """A rank inside one collective (or backward) for more than ``hang_s`` while a peer is
-    elsewhere: names the stuck ranks, the lagging or lost peers, and where each one is."""
-    stuck = {r: hb for r, hb in heartbeats.items() if hb.get("act") and now - hb["act"][5] > hang_s and r not in lost}
+def _threshold(act: list, hang_s: float) -> float:
+    return act[6] if len(act) > 6 and act[6] else hang_s
+
+
+def find_hang(heartbeats: dict[int, dict], now: float, hang_s: float, lost: dict[int, str], *,
+              slow_phase_s: float | None = None) -> Finding | None:
+    """A rank inside one collective (or backward) for longer than its threshold (the one its
+    heartbeat carries, adaptive to that call's pace, else ``hang_s``) while a peer is elsewhere:
+    names the stuck ranks, the lagging or lost peers, and where each one is. While the stuck rank
+    or a lagging one is in a known slow phase (checkpoint save, evaluation), only a wait past
+    ``slow_phase_s`` is a hang."""
+    stuck = {r: hb for r, hb in heartbeats.items()
+             if hb.get("act") and now - hb["act"][5] > _threshold(hb["act"], hang_s) and r not in lost}
     if not stuck:
         return None
     rank = min(stuck, key=lambda r: (stuck[r]["act"][5], r))
     hb = stuck[rank]
-    kind, group, seq, op, site, since = hb["act"]
+    kind, group, seq, op, site, since = hb["act"][:6]
+    threshold = _threshold(hb["act"], hang_s)
     members = hb.get("groups", {}).get(group) if kind == "collective" else None
     peers = [p for p in (members or sorted(heartbeats) + sorted(lost)) if p != rank]
     waiting, lagging, notes = [rank], [], []
@@ -277,6 +292,15 @@ def find_hang(heartbeats: dict[int, dict], now: float, hang_s: float, lost: dict
             notes.append(f"rank {p} {_whereabouts(phb, now)} (step {phb.get('step')})")
         else:
             waiting.append(p)
+    involved = [heartbeats.get(p) or {} for p in [*waiting, *lagging] if p not in lost]  # a lost rank: its own report
+    if slow_phase_s is not None and any(h.get("phase") for h in involved) and now - since <= slow_phase_s:
+        return None  # a checkpoint save or an evaluation on a lagging rank is slow, not stuck
+    # a wait counts from the end of the last slow phase of a rank it involves, and, when every rank
+    # is inside the call, from the last one's arrival: a peer that just came back is not stuck
+    started = max([since, *(h.get("phase_end") or 0.0 for h in involved)]
+                  + ([] if lagging else [(h.get("act") or [0] * 6)[5] for h in involved]))
+    if now - started <= threshold:
+        return None
     what = f"{op} seq {seq} on group {group}" + (f" at {site}" if site else "") if kind == "collective" else f"{kind}"
     # the step of the call being waited in: without optimizer steps the published step stays 0,
     # while each record carries the loop iteration it was made in
@@ -295,7 +319,8 @@ def find_hang(heartbeats: dict[int, dict], now: float, hang_s: float, lost: dict
         ranks=culprits,
         step=step if not lagging or at_call is not None else heartbeats.get(lagging[0], {}).get("step", step),
         key=f"hang:{group}:{seq}:{kind}",
-        fields={"waiting": waiting, "lagging": lagging, "op": op, "seq": seq, "group": group, "waited_s": round(now - since, 1)},
+        fields={"waiting": waiting, "lagging": lagging, "op": op, "seq": seq, "group": group,
+                "waited_s": round(now - since, 1), "threshold_s": threshold},
     )
 
 
@@ -424,7 +449,7 @@ def find_skipped(heartbeats: dict[int, dict], now: float, min_wait_s: float = 0.
         act = hb.get("act")
         if not act or act[0] != "collective" or now - act[5] < min_wait_s:
             continue
-        _kind, group, seq, op, site, since = act
+        _kind, group, seq, op, site, since = act[:6]
         rec = (hb.get("last_by_group") or {}).get(group)
         step = rec[STEP] if rec and rec[SEQ] == seq else hb.get("step")
         members = hb.get("groups", {}).get(group) or sorted(heartbeats)

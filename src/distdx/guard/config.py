@@ -15,7 +15,20 @@ class GuardConfig:
     interval_s: float = 0.5
     """How often each rank publishes its heartbeat and last collectives to the store."""
     hang_s: float = 20.0
-    """A rank inside one collective (or backward) this long while a peer is elsewhere is a hang."""
+    """A rank inside a collective (or backward) this long while a peer is elsewhere is a hang, for a
+    call with too little history to know its pace (the first steps, a first compiled step)."""
+    hang_factor: float = 10.0
+    """Once a call has come round ``hang_history`` times, a wait in it longer than this many times
+    its median period (the time from one call at that line to the next, i.e. the step time) is a
+    hang; 0 turns the adaptive threshold off and ``hang_s`` applies to every call."""
+    hang_floor_s: float = 5.0
+    """The adaptive threshold is never below this (fast loops, jitter, a slow rank's first batch)."""
+    hang_history: int = 2
+    """How many periods of a call are needed before its adaptive threshold replaces ``hang_s``."""
+    slow_phase_s: float = 600.0
+    """While a lagging rank is in a known slow phase (``torch.save`` or a distributed checkpoint
+    save, evaluation with the model in eval mode after training began, or
+    ``distdx.guard.slow_phase(...)``), a wait is a hang only after this long."""
     silent_s: float = 5.0
     """A peer whose heartbeat has not changed this long is reported as lost."""
     sync_publish_s: float = 0.05

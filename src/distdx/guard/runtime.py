@@ -413,6 +413,56 @@ def _patch_numerics() -> None:
     _set_attr(GradScaler, "scale", guarded_scale)
 
 
+def _phase_wrapper(name: str, fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def in_phase(*args: Any, **kwargs: Any) -> Any:
+        s = STATE.session
+        if s is None:
+            return fn(*args, **kwargs)
+        outer = s.enter_phase(name)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            s.leave_phase(outer)
+
+    in_phase.__distdx_guard__ = True  # type: ignore[attr-defined]
+    return in_phase
+
+
+def _patch_slow_phases() -> None:
+    """Calls that are legitimately slow on one rank while the others wait: a checkpoint save
+    (``torch.save``, which DeepSpeed and Lightning save through, and torch.distributed.checkpoint),
+    and evaluation (a module put in eval mode once training has begun)."""
+    if "phases" in STATE.patched:
+        return
+    import torch
+
+    STATE.patched.add("phases")
+    _set_attr(torch, "save", _phase_wrapper("checkpoint save", torch.save))
+    train = torch.nn.Module.train
+
+    @functools.wraps(train)
+    def guarded_train(self: Any, mode: bool = True) -> Any:
+        s = STATE.session
+        if s is not None and s.step_signal:
+            phase = s.phase
+            if not mode and phase is None:
+                s.enter_phase("evaluation")
+            elif mode and phase is not None and phase[0] == "evaluation":
+                s.leave_phase(None)
+        return train(self, mode)
+
+    _set_attr(torch.nn.Module, "train", guarded_train)
+
+    def patch_dcp(module: Any) -> None:
+        for name in ("save", "save_state_dict", "async_save"):
+            fn = getattr(module, name, None)
+            if fn is not None and not getattr(fn, "__distdx_guard__", False):
+                _set_attr(module, name, _phase_wrapper("checkpoint save", fn))
+
+    _when_imported("torch.distributed.checkpoint", patch_dcp)
+
+
 # ---------------------------------------------------------------- deepspeed
 
 
@@ -557,7 +607,7 @@ def _when_imported(name: str, callback: Callable[[Any], None]) -> None:
 
 
 def _patch_torch(_module: Any = None) -> None:
-    for patch in (_patch_numerics, _patch_ddp, _patch_dataloader, _patch_distributed):
+    for patch in (_patch_numerics, _patch_ddp, _patch_dataloader, _patch_slow_phases, _patch_distributed):
         try:
             patch()
         except GuardError:

@@ -69,6 +69,9 @@ class Session:
         self.beat = 0
         self.state = "running"
         self.act: list | None = None
+        self.phase: list | None = None  # [name, since]: a known slow phase (checkpoint save, evaluation)
+        self.phase_end = 0.0  # when the last slow phase ended: a wait is timed from then at the earliest
+        self._pace: dict[tuple, list] = {}  # call -> [last start, recent periods]: its adaptive hang threshold
         self.ring: collections.deque = collections.deque(maxlen=config.ring)
         self.counts: dict[str, int] = {}
         self.last_by_group: dict[str, list] = {}
@@ -396,7 +399,9 @@ class Session:
         self.ring.append(rec)
         self.last_by_group[g] = rec
         self.collectives += 1
-        self.act = ["collective", g, seq, op, site, time.time()]
+        now = time.time()
+        self.act = ["collective", g, seq, op, site, now]
+        self._tick((g, op, site), now)
         signature = (g, op, shape, dtype, root, site)
         if signature not in self.seen_signatures:
             self.seen_signatures.add(signature)
@@ -490,7 +495,49 @@ class Session:
 
     # ------------------------------------------------------------------ heartbeat
 
+    def _tick(self, call: tuple, now: float) -> None:
+        """One more start of ``call``: the time since its last start is one period of it."""
+        pace = self._pace.get(call)
+        if pace is None:
+            self._pace[call] = [now, collections.deque(maxlen=16)]
+        else:
+            pace[1].append(now - pace[0])
+            pace[0] = now
+
+    def _median_period(self, call: tuple) -> float | None:
+        pace = self._pace.get(call)
+        if pace is None or len(pace[1]) < self.config.hang_history:
+            return None
+        periods = sorted(list(pace[1]))  # list() first: the main thread may append meanwhile
+        return periods[len(periods) // 2]
+
+    def hang_threshold(self, act: list) -> float:
+        """How long a wait in ``act`` may last before it is a hang: ``hang_factor`` times the
+        median period of that call, or of the training step when steps are known and longer (a
+        call made many times a step comes round faster than a peer may lag), floored at
+        ``hang_floor_s``, once it has ``hang_history`` periods; ``hang_s`` before (the first
+        steps, compilation, warm-up)."""
+        cfg = self.config
+        period = self._median_period((act[1], act[3], act[4]) if act[0] == "collective" else ("backward", act[4]))
+        if not cfg.hang_factor or period is None:
+            return cfg.hang_s
+        period = max(period, self._median_period(("step",)) or 0.0)
+        return round(max(cfg.hang_floor_s, cfg.hang_factor * period), 3)
+
+    def enter_phase(self, name: str) -> list | None:
+        """Mark the start of a known slow phase; returns the phase it nests in (for leave_phase)."""
+        outer = self.phase
+        if outer is None:
+            self.phase = [name, time.time()]
+        return outer
+
+    def leave_phase(self, outer: list | None) -> None:
+        if outer is None:
+            self.phase = None
+            self.phase_end = time.time()
+
     def heartbeat(self) -> dict:
+        act = self.act
         return {
             "rank": self.rank,
             "t": time.time(),
@@ -502,7 +549,9 @@ class Session:
             "pending": self.step_pending,
             "counts": dict(self.counts),
             "groups": dict(self.groups),
-            "act": self.act,
+            "act": act if act is None else [*act[:6], self.hang_threshold(act)],
+            "phase": self.phase,
+            "phase_end": self.phase_end,
             "ring": list(self.ring),
             "last": self.ring[-1] if self.ring else None,
             "last_by_group": dict(self.last_by_group),
@@ -647,7 +696,7 @@ class Session:
                 self.internal_error(f"{name} check", e)
         running = {r: hb for r, hb in hbs.items() if hb.get("state") != "exited"}
         gone = dict(self._lost) | {r: "has exited" for r, hb in hbs.items() if hb.get("state") == "exited"}
-        hang = compare.find_hang(running, now, self.config.hang_s, gone)
+        hang = compare.find_hang(running, now, self.config.hang_s, gone, slow_phase_s=self.config.slow_phase_s)
         if hang is not None and hang.key not in self.reported:
             stacks = self._gather_stacks(hang.key, sorted(running))
             self.emit(hang, stacks=stacks)
@@ -701,6 +750,7 @@ class Session:
 
     def _announce_step(self) -> None:
         """One tiny key per step, so a rank that dies between heartbeats leaves its step behind."""
+        self._tick(("step",), time.time())
         try:
             self._set(f"st/{self.rank}", str(self.step))
         except Exception as e:  # noqa: BLE001
@@ -709,7 +759,9 @@ class Session:
     def on_backward(self, loss: Any, site: str) -> None:
         self.raise_if_fatal()
         self.open_step()
-        self.act = ["backward", "ddp", self.step, "backward", site, time.time()]
+        now = time.time()
+        self.act = ["backward", "ddp", self.step, "backward", site, now]
+        self._tick(("backward", site), now)
         if self.config.numerics_every and self.step % self.config.numerics_every == 0 and loss.numel() == 1:
             self.check_loss(loss)
 

@@ -2,7 +2,9 @@
 
 Contract: the catalogue (``scenarios.yaml``, loaded by :func:`load_scenarios`) lists scenarios as
 data, each a small plain torch.distributed program in ``scenarios/`` that torchrun runs with gloo
-on 2-4 local ranks and that fails in one known way, labelled with the taxonomy symptom, root cause
+on 2-4 local ranks (one node, or two nodes: two torchrun agents on this machine meeting at a c10d
+rendezvous on 127.0.0.1, each with its own environment, their outputs merged with a ``nodeN: ``
+prefix per line) and that fails in one known way, labelled with the taxonomy symptom, root cause
 and fix pattern it reproduces. :func:`run_scenario` runs one, bounded in time (the program's own
 collective timeout inside, the scenario's bound outside, then every process of the run is killed),
 keeps or removes its work directory, and returns a :class:`LabRun`: exit code, duration, log paths,

@@ -22,8 +22,9 @@ NAME_RE = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 # Fixtures a scenario can ask the runner to prepare around the launch.
 SETUPS = ("none", "occupy-master-port")
 # Placeholders the runner fills in launcher arguments.
-PLACEHOLDERS = ("{port}",)
+PLACEHOLDERS = ("{port}", "{port2}", "{scenarios}")
 MIN_WORLD, MAX_WORLD = 2, 4
+MAX_NODES = 2
 MAX_TIMEOUT_S = 120
 
 
@@ -39,6 +40,7 @@ class Scenario:
     labels: dict[str, str]
     """stage, symptom, root_cause, fix_pattern: taxonomy IDs, as the study would label this failure."""
     world_size: int
+    """Ranks in all: ``--nproc-per-node`` is ``world_size / nodes``."""
     timeout_s: float
     """Bound on the whole launch; the program's own collective timeout (``LAB_TIMEOUT_S``) is shorter."""
     expect_log: tuple[str, ...]
@@ -61,6 +63,22 @@ class Scenario:
     """A config file under ``scenarios/configs/`` the program reads: the runner copies it into the run's work
     directory and names the copy in ``LAB_CONFIG`` (unless the caller's environment names another file), so a
     repaired copy can be run in its place."""
+    nodes: int = 1
+    """Nodes the job spans. Two nodes are two torchrun agents on this machine (``--nnodes 2``, c10d
+    rendezvous on 127.0.0.1), each with its own environment; their outputs are merged into the
+    combined log as a multi-node launcher does, each line prefixed with ``node0: `` or ``node1: ``."""
+    node_env: tuple[dict[str, str], ...] = ()
+    """Per node, environment added to ``env`` (one mapping per node, or none)."""
+    node_args: tuple[tuple[str, ...], ...] = ()
+    """Per node, torchrun arguments added after the runner's own (one list per node, or none)."""
+    absent_nodes: tuple[int, ...] = ()
+    """Nodes that are never started (a node that never arrives)."""
+    fault_node: int | None = None
+    """The node at fault, when one is: what a diagnosis of the combined log must name."""
+
+    @property
+    def procs_per_node(self) -> int:
+        return self.world_size // self.nodes
 
     @property
     def symptom(self) -> str:
@@ -85,6 +103,11 @@ class Scenario:
             "fault_step": self.fault_step,
             "requires": list(self.requires),
             "config": self.config,
+            "nodes": self.nodes,
+            "node_env": [dict(e) for e in self.node_env],
+            "node_args": [list(a) for a in self.node_args],
+            "absent_nodes": list(self.absent_nodes),
+            "fault_node": self.fault_node,
             "expect_log": list(self.expect_log),
             "diagnosis": self.diagnosis,
             "fix": list(self.fix),
@@ -167,6 +190,21 @@ def _parse_scenario(spec: object, programs: set[str]) -> Scenario:
         raise _fail(name, f"fault_rank must be a rank of the job (0..{world - 1})")
     if fault_step is not None and (not isinstance(fault_step, int) or fault_step < 0):
         raise _fail(name, "fault_step must be a step number >= 0")
+    nodes = spec.get("nodes", 1)
+    if not isinstance(nodes, int) or not 1 <= nodes <= MAX_NODES or world % nodes:
+        raise _fail(name, f"nodes must be 1..{MAX_NODES} and divide world_size")
+    node_env = spec.get("node_env") or []
+    if not isinstance(node_env, list) or len(node_env) not in (0, nodes) or not all(isinstance(e, dict) for e in node_env):
+        raise _fail(name, "node_env must be a list of one mapping per node")
+    node_args = spec.get("node_args") or []
+    if not isinstance(node_args, list) or len(node_args) not in (0, nodes):
+        raise _fail(name, "node_args must be a list of one argument list per node")
+    absent = spec.get("absent_nodes") or []
+    if not isinstance(absent, list) or not all(isinstance(n, int) and 0 < n < nodes for n in absent):
+        raise _fail(name, "absent_nodes must list nodes other than node 0 (the rendezvous host)")
+    fault_node = spec.get("fault_node")
+    if fault_node is not None and (not isinstance(fault_node, int) or not 0 <= fault_node < nodes):
+        raise _fail(name, f"fault_node must be a node of the job (0..{nodes - 1})")
     fix = spec["fix"]
     config = str(spec.get("config") or "")
     if config and not resources.files("distdx.lab").joinpath("scenarios", "configs", config).is_file():
@@ -189,6 +227,11 @@ def _parse_scenario(spec: object, programs: set[str]) -> Scenario:
         fault_step=fault_step,
         requires=_strings(name, spec.get("requires"), "requires") or ("torch",),
         config=config,
+        nodes=nodes,
+        node_env=tuple({str(k): str(v) for k, v in e.items()} for e in node_env),
+        node_args=tuple(_strings(name, a, "node_args") for a in node_args),
+        absent_nodes=tuple(absent),
+        fault_node=fault_node,
     )
 
 

@@ -16,9 +16,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from contextlib import contextmanager
+from importlib import resources
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -63,6 +65,8 @@ class LabRun:
     diagnosis_error: str | None = None
     leftover_processes: int = 0
     """Processes of the run still alive when the launcher exited, killed by the runner."""
+    node_exit_codes: tuple[int | None, ...] = ()
+    """Each node's launcher exit code, node 0 first (None: never started); one entry on one node."""
 
     @property
     def diagnosed_symptom(self) -> str | None:
@@ -86,6 +90,7 @@ class LabRun:
             "combined_log": self.combined_log,
             "rank_logs": list(self.rank_logs),
             "leftover_processes": self.leftover_processes,
+            "node_exit_codes": list(self.node_exit_codes),
             "log_tail": self.log_tail,
             "diagnosed_symptom": self.diagnosed_symptom,
             "diagnosis": self.diagnosis,
@@ -115,33 +120,64 @@ def _setup(scenario: Scenario, port: int) -> Iterator[None]:
         yield
 
 
-def launch_command(scenario: Scenario, port: int, log_dir: Path, python: str | None = None) -> list[str]:
-    """The torchrun command line of a scenario (without any wrapper such as `distdx run`)."""
-    args = [
-        python or sys.executable, "-m", "torch.distributed.run",
-        "--nproc-per-node", str(scenario.world_size),
-        "--master-addr", "127.0.0.1",
-        "--master-port", str(port),
-        "--max-restarts", "0",
-        "--log-dir", str(log_dir),
-        "--tee", "3",
-    ]
-    args += [a.replace("{port}", str(port)) for a in scenario.launcher_args]
+NODE_PREFIX = "node{}: "
+# torchrun's prefix of each worker line: the global rank, so the merged log of two nodes says which
+# rank wrote a line (the default, role and local rank, is the same on both nodes)
+RANK_PREFIX_TEMPLATE = "[rank${rank}]:"
+
+
+def _fill(text: str, ports: tuple[int, int]) -> str:
+    """Placeholders of launcher arguments and node environments: the run's two ports and the
+    folder of the scenario programs (where a node's own library versions live)."""
+    folder = str(resources.files("distdx.lab").joinpath("scenarios"))
+    return text.replace("{port2}", str(ports[1])).replace("{port}", str(ports[0])).replace("{scenarios}", folder)
+
+
+def launch_command(scenario: Scenario, port: int, log_dir: Path, python: str | None = None, *, node: int = 0,
+                   port2: int = 0, run_id: str = "lab") -> list[str]:
+    """The torchrun command line of a scenario on one of its nodes (without any wrapper such as
+    `distdx run`). One node: a single agent on MASTER_ADDR 127.0.0.1. Several: this node's agent,
+    meeting the others through the c10d rendezvous on 127.0.0.1:``port``."""
+    args = [python or sys.executable, "-m", "torch.distributed.run"]
+    if scenario.nodes == 1:
+        args += ["--nproc-per-node", str(scenario.world_size), "--master-addr", "127.0.0.1", "--master-port", str(port)]
+    else:
+        args += [
+            "--nnodes", str(scenario.nodes), "--node-rank", str(node),
+            "--nproc-per-node", str(scenario.procs_per_node),
+            "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", run_id,
+        ]
+        log_dir = log_dir / f"node{node}"
+    args += ["--max-restarts", "0", "--log-dir", str(log_dir), "--tee", "3"]
+    extra = [*scenario.launcher_args, *(scenario.node_args[node] if scenario.node_args else ())]
+    args += [_fill(a, (port, port2)) for a in extra]
     args.append(program_path(scenario))
     return args
 
 
-def launch_env(scenario: Scenario, workdir: Path, run_id: str, extra_env: dict[str, str] | None = None) -> dict[str, str]:
+def launch_env(scenario: Scenario, workdir: Path, run_id: str, extra_env: dict[str, str] | None = None, *,
+               node: int = 0, ports: tuple[int, int] = (0, 0)) -> dict[str, str]:
     env = dict(os.environ)
     # a scenario is launched by the lab, never inside someone else's torchrun
     for inherited in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
                       "GROUP_RANK", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_ERROR_FILE"):
         env.pop(inherited, None)
     env.update({"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "LAB_WORKDIR": str(workdir)})
+    inherited_path = env.pop("PYTHONPATH", "")
     if scenario.config:
         env["LAB_CONFIG"] = str(workdir / scenario.config)  # the runner's copy of the shipped config
-    env.update(scenario.env)
-    env.update(extra_env or {})
+    env.update({k: _fill(v, ports) for k, v in scenario.env.items()})
+    if scenario.nodes > 1:
+        env.update({"LAB_NODE": f"node{node}", "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": RANK_PREFIX_TEMPLATE})
+        if scenario.node_env:
+            env.update({k: _fill(v, ports) for k, v in scenario.node_env[node].items()})
+    extra = dict(extra_env or {})
+    # PYTHONPATH adds up: the node's own libraries first, then the caller's (the guard's
+    # sitecustomize), then what this process had
+    path = [env.pop("PYTHONPATH", ""), extra.pop("PYTHONPATH", ""), inherited_path]
+    env.update(extra)
+    if any(path):
+        env["PYTHONPATH"] = os.pathsep.join(p for p in path if p)
     env[MARKER] = run_id
     return env
 
@@ -258,6 +294,35 @@ def run_scenario(
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _copy_lines(stream, node: int, out, lock: threading.Lock) -> None:
+    """One node's launcher output into the combined log, each line prefixed with its node, as
+    pdsh-style multi-node launchers do."""
+    prefix = NODE_PREFIX.format(node).encode()
+    for line in iter(stream.readline, b""):
+        with lock:
+            out.write(prefix + line)
+            out.flush()
+    stream.close()
+
+
+def _start(command: list[str], workdir: Path, env: dict[str, str], stdout) -> subprocess.Popen:
+    try:
+        return subprocess.Popen(
+            command, cwd=workdir, env=env, stdout=stdout, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+    except OSError as e:
+        raise DistdxError(
+            "DX-LAB-004",
+            f"could not start {command[0]}: {e.strerror or e}",
+            why="the lab runs each scenario as a subprocess",
+            hint="check that the command exists and is executable",
+        ) from None
+
+
+NODE_STAGGER_S = 0.5  # node 0 first: it hosts the rendezvous store, as the first node of a real job does
+
+
 def _run_in(
     scenario: Scenario,
     workdir: Path,
@@ -268,36 +333,43 @@ def _run_in(
     wrapper: Sequence[str],
 ) -> LabRun:
     run_id = uuid.uuid4().hex
-    port = free_port()
+    port, port2 = free_port(), free_port()
     log_dir = workdir / "ranks"
     combined = workdir / COMBINED_LOG
-    command = [*wrapper, *launch_command(scenario, port, log_dir)]
-    env = launch_env(scenario, workdir, run_id, extra_env)
+    nodes = [n for n in range(scenario.nodes) if n not in scenario.absent_nodes]
+    commands = {n: [*wrapper, *launch_command(scenario, port, log_dir, node=n, port2=port2, run_id=run_id)] for n in nodes}
     if scenario.config:
         shutil.copyfile(config_path(scenario), workdir / scenario.config)
     timed_out = False
     started = time.monotonic()
+    procs: dict[int, subprocess.Popen] = {}
+    copiers: list[threading.Thread] = []
+    leftovers = 0
+    lock = threading.Lock()
     with _setup(scenario, port), open(combined, "wb") as out:
         try:
-            proc = subprocess.Popen(
-                command, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True,
-            )
-        except OSError as e:
-            raise DistdxError(
-                "DX-LAB-004",
-                f"could not start {command[0]}: {e.strerror or e}",
-                why="the lab runs each scenario as a subprocess",
-                hint="check that the command exists and is executable",
-            ) from None
-        try:
-            proc.wait(timeout=bound)
+            for n in nodes:
+                env = launch_env(scenario, workdir, run_id, extra_env, node=n, ports=(port, port2))
+                if scenario.nodes == 1:
+                    procs[n] = _start(commands[n], workdir, env, out)
+                    continue
+                if procs:
+                    time.sleep(NODE_STAGGER_S)
+                procs[n] = _start(commands[n], workdir, env, subprocess.PIPE)
+                copiers.append(threading.Thread(target=_copy_lines, args=(procs[n].stdout, n, out, lock), daemon=True))
+                copiers[-1].start()
+            for proc in procs.values():
+                proc.wait(timeout=max(0.0, bound - (time.monotonic() - started)))
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:  # also on Ctrl-C: never leave a rank of the run behind
-            leftovers = _reap(proc, run_id)
-        exit_code = proc.returncode
+            for proc in procs.values():
+                leftovers += _reap(proc, run_id)
+            for copier in copiers:
+                copier.join(timeout=KILL_GRACE_S)
     duration = time.monotonic() - started
+    node_codes = tuple(procs[n].returncode if n in procs else None for n in range(scenario.nodes))
+    exit_code = next((c for c in node_codes if c), node_codes[0])
     text = combined.read_text(encoding="utf-8", errors="replace")
     missing = tuple(p for p in scenario.expect_log if not re.search(p, text))
     diagnosis, diagnosis_error = _diagnose([str(combined)]) if diagnose else (None, None)
@@ -305,7 +377,7 @@ def _run_in(
         scenario=scenario.name,
         run_id=run_id,
         symptom=scenario.symptom,
-        command=tuple(command),
+        command=tuple(commands[nodes[0]]),
         exit_code=exit_code,
         duration_s=duration,
         timed_out=timed_out,
@@ -318,4 +390,5 @@ def _run_in(
         diagnosis=diagnosis,
         diagnosis_error=diagnosis_error,
         leftover_processes=leftovers,
+        node_exit_codes=node_codes,
     )

@@ -108,6 +108,7 @@ def test_two_node_diagnosis_names_the_failing_node_and_rank(scenario, lab_run):
     # a node that never started wrote nothing: the first failure is then the timeout of a node that did
     reporting = scenario.fault_node if scenario.fault_node in started else started[0]
     assert lines[first["line"] - 1].startswith(f"node{reporting}: "), (first, lines[first["line"] - 1])
+    assert first["host"] == f"node{reporting}", first  # the node, not the "localhost" each node calls itself
     if scenario.fault_rank is not None:
         assert first["rank"] == scenario.fault_rank, first
     if scenario.fault_node not in started:

@@ -53,6 +53,17 @@ def cascade_patterns() -> tuple[CascadePattern, ...]:
     return tuple(CascadePattern(p["code"], re.compile(p["pattern"]), p["why"]) for p in data["patterns"])
 
 
+_LOOPBACK = re.compile(r"^(localhost(\.localdomain)?|ip6-localhost|127(\.\d{1,3}){3}|::1)$", re.IGNORECASE)
+
+
+def _summary_host(summary: str | None, prefixed: str | None) -> str | None:
+    """The host of a launcher summary's root cause: the summary's own ``host`` field, unless that is a
+    loopback name (every node calls itself localhost) and the line's launcher prefix names the node."""
+    if summary and not (prefixed and _LOOPBACK.match(summary.strip())):
+        return summary
+    return prefixed or summary
+
+
 def cascade_match(text: str) -> CascadePattern | None:
     for p in cascade_patterns():
         if p.pattern.search(text):
@@ -165,7 +176,7 @@ def find_first_failure(lines: list[LogLine], blocks: list[Block]) -> FirstFailur
             code = f" (exit code {block.exit_code})" if block.exit_code is not None else ""
             text = f"rank {block.failed_rank} was killed by {block.signal}{code}, with no error of its own"
         if block.failed_rank is not None and tier in (1, 3):
-            line = dataclasses.replace(line, rank=block.failed_rank, host=block.failed_host or line.host)
+            line = dataclasses.replace(line, rank=block.failed_rank, host=_summary_host(block.failed_host, line.host))
         candidates.append(_Candidate(tier, pos, line, text, block, ts, block.cascade_reason))
 
     for i, line in enumerate(lines):

@@ -9,11 +9,11 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Mapping
 
-import yaml
 
 from distdx.doctor.models import CheckSpec
 from distdx.errors import DistdxError
 from distdx.knowledge.catalogue import SEVERITIES, catalogue_error, entries, references, taxonomy_target
+from distdx.yamlio import bundled_yaml
 
 CODE_RE = re.compile(r"^DOC-[A-Z0-9]+-\d{3}$")
 _REQUIRED = ("code", "title", "area", "severity", "symptom", "root_cause", "fix_pattern", "detects", "why",
@@ -79,7 +79,7 @@ class Compat:
 
 @lru_cache(maxsize=1)
 def compat() -> Compat:
-    d = yaml.safe_load(resources.files("distdx.doctor").joinpath("compat.yaml").read_text(encoding="utf-8"))
+    d = bundled_yaml("distdx.doctor", "compat.yaml")
     ro = MappingProxyType
     return Compat(
         cuda_toolkit_driver=ro({str(k): str(v) for k, v in d["cuda_toolkit_driver"].items()}),

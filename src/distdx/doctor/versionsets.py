@@ -29,7 +29,6 @@ from functools import lru_cache
 from importlib import resources
 from typing import Iterable, Mapping
 
-import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
@@ -37,6 +36,7 @@ from distdx.doctor.models import Environment
 from distdx.doctor.versions import marker_environment, normalise, requirement_on
 from distdx.errors import DistdxError
 from distdx.knowledge.catalogue import catalogue_error
+from distdx.yamlio import load_yaml
 
 # Entries that are not pip packages: they appear in the answer, as comments in the constraints file.
 PLATFORM = frozenset({"python", "cuda"})
@@ -175,8 +175,8 @@ class Table:
 
 
 def load_table(compat_text: str, releases_text: str) -> Table:
-    compat_data = yaml.safe_load(compat_text) or {}
-    rel = yaml.safe_load(releases_text) or {}
+    compat_data = load_yaml(compat_text) or {}
+    rel = load_yaml(releases_text) or {}
     if rel.get("version") != 1:
         raise _bad("compat_releases.yaml", "expected `version: 1`")
     rules = parse_rules(compat_data.get("version_rules") or (), "compat.yaml")

@@ -14,14 +14,13 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from typing import Iterator, Mapping
 
-import yaml
 
 from distdx.errors import DistdxError
 from distdx.estimate.models import CHECKPOINTING, ModelShape, Setup, Suggestion
 from distdx.estimate.plan import figures, problem
+from distdx.yamlio import bundled_yaml
 
 MAX_SUGGESTIONS = 3
 
@@ -54,7 +53,7 @@ def _cost(data: object, where: str) -> Cost:
 @lru_cache(maxsize=1)
 def cost_model() -> CostModel:
     """The cost model of ``costs.yaml`` (version 1)."""
-    data = yaml.safe_load(resources.files("distdx.estimate").joinpath("costs.yaml").read_text(encoding="utf-8"))
+    data = bundled_yaml("distdx.estimate", "costs.yaml")
     if not isinstance(data, dict) or data.get("version") != 1:
         raise DistdxError("DX-ESTIMATE-006", "costs.yaml is not version 1", hint="fix the packaged costs.yaml",
                           exit_code=3)

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-import yaml
-
 from distdx.errors import DistdxError
+from distdx.yamlio import load_yaml
 
 GIB = 2**30
 
@@ -32,7 +31,7 @@ class Term:
 
 def parse_terms(text: str) -> dict[str, Term]:
     """The terms of a terms.yaml text (version 1); a malformed file is a distdx bug (DX-ESTIMATE-006)."""
-    data = yaml.safe_load(text)
+    data = load_yaml(text)
     if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("terms"), dict):
         raise DistdxError("DX-ESTIMATE-006", "terms.yaml is not version 1", hint="fix the packaged terms.yaml",
                           exit_code=3)

@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-import yaml
-
 from distdx.errors import DistdxError
+from distdx.knowledge.catalogue import catalogue_error, entries, taxonomy_target, words
 from distdx.knowledge.taxonomy import DIMENSIONS, taxonomy
 
 CATALOGUE_VERSION = 1
@@ -121,14 +120,11 @@ def scenario_from_dict(data: dict[str, object], programs: set[str] | None = None
     return _parse_scenario(spec, programs if programs is not None else _programs())
 
 
+DATA_FILE = "src/distdx/lab/scenarios.yaml"
+
+
 def _fail(name: str, what: str) -> DistdxError:
-    return DistdxError(
-        "DX-LAB-001",
-        f"invalid lab scenario {name or '?'}: {what}",
-        why="the scenario catalogue is validated when loaded so that a broken scenario never runs half-set-up",
-        hint="fix src/distdx/lab/scenarios.yaml and run `pytest tests/lab -m 'not slow'`",
-        exit_code=3,
-    )
+    return catalogue_error("DX-LAB-001", DATA_FILE, name, what)
 
 
 def _strings(name: str, value: object, key: str) -> tuple[str, ...]:
@@ -143,12 +139,8 @@ def _labels(name: str, raw: object) -> dict[str, str]:
     if not isinstance(raw, dict):
         raise _fail(name, "labels must map stage/symptom/root_cause/fix_pattern to taxonomy IDs")
     tax = taxonomy()
-    labels: dict[str, str] = {}
-    for dim in DIMENSIONS:
-        node_id = str(raw.get(dim, ""))
-        if node_id not in tax or tax.nodes[node_id].dimension != dim:
-            raise _fail(name, f"labels.{dim} is {node_id!r}, which is not a {dim} ID of the taxonomy")
-        labels[dim] = node_id
+    labels = {dim: taxonomy_target(raw.get(dim, ""), dim, code="DX-LAB-001", data_file=DATA_FILE, entry=name,
+                                   key=f"labels.{dim}") for dim in DIMENSIONS}
     for dim in ("symptom", "root_cause"):
         if tax.nodes[labels[dim]].stage != labels["stage"]:
             raise _fail(name, f"labels.{dim} {labels[dim]} is not under stage {labels['stage']}")
@@ -217,12 +209,12 @@ def _parse_scenario(spec: object, programs: set[str]) -> Scenario:
         world_size=world,
         timeout_s=float(timeout),
         expect_log=expect,
-        diagnosis=" ".join(str(spec["diagnosis"]).split()),
+        diagnosis=words(spec["diagnosis"]),
         fix=tuple(str(s).strip() for s in (fix if isinstance(fix, list) else [fix])),
         launcher_args=_strings(name, spec.get("launcher_args"), "launcher_args"),
         env={str(k): str(v) for k, v in env.items()},
         setup=setup,
-        fault=" ".join(str(spec.get("fault", "")).split()),
+        fault=words(spec.get("fault", "")),
         fault_rank=fault_rank,
         fault_step=fault_step,
         requires=_strings(name, spec.get("requires"), "requires") or ("torch",),
@@ -248,13 +240,8 @@ def program_path(scenario: Scenario) -> str:
 
 
 def parse_catalogue(text: str, programs: set[str]) -> tuple[Scenario, ...]:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise _fail("", f"scenarios.yaml does not parse: {e}") from None
-    if not isinstance(data, dict) or data.get("version") != CATALOGUE_VERSION or not isinstance(data.get("scenarios"), list):
-        raise _fail("", f"the catalogue is a mapping with `version: {CATALOGUE_VERSION}` and a list `scenarios`")
-    scenarios = tuple(_parse_scenario(spec, programs) for spec in data["scenarios"])
+    specs = entries(text, "scenarios", code="DX-LAB-001", data_file=DATA_FILE, version=CATALOGUE_VERSION)
+    scenarios = tuple(_parse_scenario(spec, programs) for spec in specs)
     seen: set[str] = set()
     for s in scenarios:
         if s.name in seen:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from distdx.knowledge.rules import SEVERITIES, Reference
+from distdx.knowledge.catalogue import SEVERITIES, Reference
 
-__all__ = ["Reference", "SEVERITIES"]  # re-exported: lint's records share the knowledge base's
+__all__ = ["Reference", "SEVERITIES"]  # re-exported: lint's records share the catalogues' schema
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,9 @@ import re
 from functools import lru_cache
 from importlib import resources
 
-import yaml
-
-from distdx.errors import EXIT_INTERNAL, DistdxError
-from distdx.knowledge.taxonomy import taxonomy
-from distdx.lint.models import SEVERITIES, LintRule, Reference
+from distdx.errors import DistdxError
+from distdx.knowledge.catalogue import SEVERITIES, catalogue_error, entries, references, taxonomy_target, words
+from distdx.lint.models import LintRule
 
 CODE_RE = re.compile(r"^LINT-(SYN|DS|MEG|CAI|LAUNCH)-\d{3}$")
 APPLIES_TO = ("any", "deepspeed", "megatron", "colossalai", "launch")
@@ -18,10 +16,11 @@ FIX_KINDS = ("safe", "unsafe", "none")
 _REQUIRED = ("code", "severity", "title", "why", "fix", "symptom", "root_cause", "fix_pattern", "applies_to", "fix_kind")
 
 
+DATA_FILE = "src/distdx/lint/rules.yaml"
+
+
 def _fail(code: str, what: str) -> DistdxError:
-    return DistdxError("DX-LINT-100", f"invalid lint rule {code or '?'} in rules.yaml: {what}",
-                       why="lint rules are validated when loaded so a broken rule never goes unnoticed",
-                       hint="fix src/distdx/lint/rules.yaml and run `pytest tests/lint`", exit_code=EXIT_INTERNAL)
+    return catalogue_error("DX-LINT-100", DATA_FILE, code, what)
 
 
 def _parse(spec: dict) -> LintRule:
@@ -39,30 +38,21 @@ def _parse(spec: dict) -> LintRule:
         raise _fail(code, f"fix_kind must be one of {FIX_KINDS}")
     if spec.get("fixed_example") and spec["fix_kind"] == "none":
         raise _fail(code, "fixed_example is for a rule with a fix (fix_kind safe or unsafe)")
-    tax = taxonomy()
-    for key, dimension in (("symptom", "symptom"), ("root_cause", "root_cause"), ("fix_pattern", "fix_pattern")):
-        node = str(spec[key])
-        if node not in tax or tax.nodes[node].dimension != dimension:
-            raise _fail(code, f"{key} {node!r} is not a {dimension} ID of the taxonomy")
-    refs = tuple(Reference(url=str(r["url"]), title=str(r.get("title", ""))) for r in spec.get("references") or ())
+    targets = {key: taxonomy_target(spec[key], key, code="DX-LINT-100", data_file=DATA_FILE, entry=code, key=key)
+               for key in ("symptom", "root_cause", "fix_pattern")}
     return LintRule(
-        code=code, severity=spec["severity"], title=str(spec["title"]), why=" ".join(str(spec["why"]).split()),
-        fix=" ".join(str(spec["fix"]).split()), symptom=str(spec["symptom"]), root_cause=str(spec["root_cause"]),
-        fix_pattern=str(spec["fix_pattern"]), applies_to=spec["applies_to"], example=str(spec.get("example", "")),
-        references=refs, fix_kind=spec["fix_kind"], fixed_example=str(spec.get("fixed_example", "")),
+        code=code, severity=spec["severity"], title=str(spec["title"]), why=words(spec["why"]),
+        fix=words(spec["fix"]), symptom=targets["symptom"], root_cause=targets["root_cause"],
+        fix_pattern=targets["fix_pattern"], applies_to=spec["applies_to"], example=str(spec.get("example", "")),
+        references=references(spec.get("references"), code="DX-LINT-100", data_file=DATA_FILE, entry=code),
+        fix_kind=spec["fix_kind"], fixed_example=str(spec.get("fixed_example", "")),
     )
 
 
 def parse_rules(text: str) -> dict[str, LintRule]:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise _fail("", f"YAML does not parse: {e}") from None
-    if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("rules"), list):
-        raise _fail("", "the file is a mapping with `version: 1` and a list `rules`")
     rules: dict[str, LintRule] = {}
-    for spec in data["rules"]:
-        rule = _parse(spec)
+    for spec in entries(text, "rules", code="DX-LINT-100", data_file=DATA_FILE):
+        rule = _parse(spec if isinstance(spec, dict) else {})
         if rule.code in rules:
             raise _fail(rule.code, "code defined twice")
         rules[rule.code] = rule

@@ -28,5 +28,8 @@ test: venv
 bench: venv
 	$(PY) benchmarks/bench_diagnose.py
 
-docs: venv
+docs: venv  # every generated page: rules, doctor checks, lint rules, error codes (tests fail when one is stale)
 	$(VENV)/bin/distdx rules docs --out docs/rules
+	$(PY) -m distdx.doctor.docs > docs/doctor.md
+	$(VENV)/bin/distdx lint --list-rules --format markdown > docs/lint.md
+	$(PY) -c "from distdx.errors import errors_markdown; print(errors_markdown(), end='')" > docs/errors.md

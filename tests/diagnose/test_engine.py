@@ -18,7 +18,7 @@ rules:
     symptoms: {"4.2": 1.0}
     root_causes: {R4.5: 1.0}
     fix_patterns: {F5: 1.0}
-    explanation: The GPU ran out of memory.
+    why: The GPU ran out of memory.
     fix: [Lower the micro batch size.]
   - code: DX-TEST-002
     title: NCCL watchdog timeout
@@ -27,7 +27,7 @@ rules:
     symptoms: {"4.7": 1.0}
     root_causes: {R4.7: 1.0}
     fix_patterns: {F3: 1.0}
-    explanation: A collective did not finish in time.
+    why: A collective did not finish in time.
     fix: [Find the rank that stopped first.]
 """)
 EMPTY_MODEL = TextModel(())
@@ -83,7 +83,7 @@ rules:
     symptoms: {"4.7": 1.0}
     root_causes: {R4.7: 1.0}
     fix_patterns: {F1: 1.0}
-    explanation: NCCL tore the process down.
+    why: NCCL tore the process down.
     fix: [Look at the rank that failed first.]
 """)
     oom = _oom_then_cascade(2)
@@ -188,7 +188,7 @@ rules:
     symptoms: {"2.2": 0.5, "4.7": 0.5}
     root_causes: {R2.3: 0.5, R4.7: 0.5}
     fix_patterns: {F4: 1.0}
-    explanation: x
+    why: x
     fix: [y]
 """)
 

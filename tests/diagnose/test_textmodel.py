@@ -12,7 +12,7 @@ rules:
     symptoms: {"4.2": 1.0}
     root_causes: {R4.5: 1.0}
     fix_patterns: {F5: 1.0}
-    explanation: Known from real issues.
+    why: Known from real issues.
     fix: [Do this.]
   - code: DX-TEST-002
     title: A preview rule
@@ -21,7 +21,7 @@ rules:
     symptoms: {"3.2": 1.0}
     root_causes: {R3.1: 1.0}
     fix_patterns: {F3: 1.0}
-    explanation: Mined from a source file.
+    why: Mined from a source file.
     fix: [Do that.]
 """)
 

@@ -13,7 +13,7 @@ rules:
     symptoms: {"2.2": 1.0}
     root_causes: {R2.3: 1.0}
     fix_patterns: {F4: 1.0}
-    explanation: Nothing listened on the master port.
+    why: Nothing listened on the master port.
     fix: [Open MASTER_PORT on the master node.]
 """)
 

@@ -422,7 +422,7 @@ def _advice(ranked_rules: list[_Hit], top_symptom: str | None) -> tuple[tuple[Fi
         for ref in hit.rule.references:
             if all(r["url"] != ref.url for r in references):
                 references.append({"url": ref.url, "title": ref.title, "rule": hit.rule.code})
-    explanation = agreeing[0].rule.explanation if agreeing else ""
+    explanation = agreeing[0].rule.why if agreeing else ""
     return tuple(fixes), explanation, tuple(references)
 
 

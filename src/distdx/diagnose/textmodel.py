@@ -180,7 +180,7 @@ def rule_documents(rules: tuple[Rule, ...]) -> tuple[KnownIssue, ...]:
         labels["fix_pattern"] = UNKNOWN
         docs.append(KnownIssue(
             id=RULE_DOC_PREFIX + rule.code, url="", framework="", title=rule.title,
-            summary=rule.explanation, errors="\n".join(rule.fixtures_match)[:4000], labels=labels,
+            summary=rule.why, errors="\n".join(rule.fixtures_match)[:4000], labels=labels,
             source=rule.source,
         ))
     return tuple(docs)

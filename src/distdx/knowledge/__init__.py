@@ -6,7 +6,7 @@ Contract:
   and never change: stages ``S1``..``S5``, symptoms ``"1.1"``..``"5.11"``, root causes
   ``R1.1``..``R5.6``, fix patterns ``F1``..``F6``, and ``unknown``.
 - :func:`load_rules` returns the signature rules (``rules/*.yaml``), each with a stable code
-  (``DX-<AREA>-NNN``), patterns, weighted taxonomy targets, explanation, fix steps,
+  (``DX-<AREA>-NNN``), patterns, weighted taxonomy targets, why, fix steps,
   references and fixtures that must and must not match.
 - :func:`load_known_issues` returns the known-issue index used for "similar known issues"
   and by the text model of the diagnosis engine.

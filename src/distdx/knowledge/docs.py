@@ -43,7 +43,7 @@ def rule_page(rule: Rule) -> str:
         "",
         "## Why it happens",
         "",
-        rule.explanation,
+        rule.why,
         "",
         "## Example",
         "",

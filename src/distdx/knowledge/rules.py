@@ -15,7 +15,7 @@ A rule file is YAML with ``version: 1`` and a list ``rules``. Each rule::
       symptoms: {"4.7": 1.0}       # weighted taxonomy targets (stage follows from the symptom)
       root_causes: {R4.7: 0.6, R4.1: 0.4}
       fix_patterns: {F3: 0.7, F4: 0.3}
-      explanation: Why this happens, in a few sentences.
+      why: Why this happens, in a few sentences.
       fix:                         # concrete steps: commands, config keys, environment variables
         - Set NCCL_DEBUG=INFO ...
       references:
@@ -168,7 +168,7 @@ class Rule:
     symptoms: dict[str, float]
     root_causes: dict[str, float]
     fix_patterns: dict[str, float]
-    explanation: str
+    why: str
     fix: tuple[str, ...]
     status: str = "stable"
     severity: str = "error"
@@ -247,7 +247,7 @@ def _parse_rule(source: str, spec: dict) -> Rule:
     code = str(spec.get("code", ""))
     if not CODE_RE.match(code):
         raise _fail(source, code, "code must look like DX-AREA-001")
-    for required in ("title", "patterns", "explanation", "fix"):
+    for required in ("title", "patterns", "why", "fix"):
         if not spec.get(required):
             raise _fail(source, code, f"missing {required}")
     status = spec.get("status", "stable")
@@ -278,7 +278,7 @@ def _parse_rule(source: str, spec: dict) -> Rule:
         symptoms=symptoms,
         root_causes=_weights(source, code, spec, "root_causes", "root_cause"),
         fix_patterns=_weights(source, code, spec, "fix_patterns", "fix_pattern"),
-        explanation=words(spec["explanation"]),
+        why=words(spec["why"]),
         fix=tuple(str(s).strip() for s in (fix if isinstance(fix, list) else [fix])),
         status=status,
         severity=severity,

@@ -12,7 +12,7 @@ from typing import Mapping
 
 from distdx.doctor.models import CheckSpec
 from distdx.errors import DistdxError
-from distdx.knowledge.catalogue import SEVERITIES, catalogue_error, entries, references, taxonomy_target
+from distdx.knowledge.catalogue import SEVERITIES, catalogue_error, entries, lifecycle, references, taxonomy_target
 from distdx.yamlio import bundled_yaml
 
 CODE_RE = re.compile(r"^DOC-[A-Z0-9]+-\d{3}$")
@@ -40,6 +40,7 @@ def parse_catalogue(text: str, source: str = "checks.yaml") -> tuple[CheckSpec, 
         seen.add(code)
         if entry["severity"] not in SEVERITIES:
             raise bad(f"severity must be one of {SEVERITIES}")
+        status, since = lifecycle(entry, code="DX-DOCTOR-001", data_file=data_file, entry=code)
         targets = {key: taxonomy_target(entry[key], key, code="DX-DOCTOR-001", data_file=data_file, entry=code, key=key)
                    for key in ("symptom", "root_cause", "fix_pattern")}
         specs.append(CheckSpec(
@@ -48,6 +49,7 @@ def parse_catalogue(text: str, source: str = "checks.yaml") -> tuple[CheckSpec, 
             fix_pattern=targets["fix_pattern"], detects=entry["detects"].strip(), why=entry["why"].strip(),
             fix=entry["fix"].strip(), example=entry["example"].strip(),
             references=references(entry.get("references"), code="DX-DOCTOR-001", data_file=data_file, entry=code),
+            status=status, since=since,
         ))
     return tuple(specs)
 

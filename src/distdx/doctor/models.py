@@ -111,6 +111,8 @@ class CheckSpec:
     fix: str
     example: str
     references: tuple[Reference, ...] = ()
+    status: str = "stable"  # stable | preview | deprecated (a code is deprecated, never removed)
+    since: str = ""  # the distdx release that introduced it ("" for checks older than the field)
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,14 @@ loaders validate them the same way and report a broken entry with one kind of er
 - :class:`Reference` and :func:`references`;
 - :func:`entries`: the file's entries after the ``version``/list check;
 - :func:`taxonomy_target`: one taxonomy ID of a given dimension;
+- :func:`lifecycle`: ``status`` (stable, preview, deprecated; stable when absent) and ``since`` (the
+  distdx release that introduced the entry; absent on entries older than the field);
 - :func:`catalogue_error`: the error for a broken entry (each catalogue keeps its own error code).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from distdx.errors import EXIT_INTERNAL, DistdxError
@@ -25,8 +28,8 @@ from distdx.yamlio import YAMLError, load_yaml
 
 STATUSES = ("stable", "preview", "deprecated")
 
-__all__ = ["SEVERITIES", "STATUSES", "Reference", "catalogue_error", "entries", "references", "taxonomy_target",
-           "words"]
+__all__ = ["SEVERITIES", "STATUSES", "Reference", "catalogue_error", "entries", "lifecycle", "references",
+           "taxonomy_target", "words"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,18 @@ def taxonomy_target(value: object, dimension: str, *, code: str, data_file: str,
     if node not in tax or tax.nodes[node].dimension != dimension:
         raise catalogue_error(code, data_file, entry, f"{key} {node!r} is not a {dimension} ID of the taxonomy")
     return node
+
+
+def lifecycle(spec: dict, *, code: str, data_file: str, entry: str) -> tuple[str, str]:
+    """``(status, since)`` of an entry: a code that stops being useful is deprecated, never removed
+    or reused; ``since`` is a release number such as ``0.2.0``."""
+    status = spec.get("status", "stable")
+    if status not in STATUSES:
+        raise catalogue_error(code, data_file, entry, f"status must be one of {STATUSES}")
+    since = str(spec.get("since") or "")
+    if since and not re.fullmatch(r"\d+\.\d+(\.\d+)?", since):
+        raise catalogue_error(code, data_file, entry, f"since {since!r} is not a release number such as 0.2.0")
+    return status, since
 
 
 def words(text: object) -> str:

@@ -5,6 +5,7 @@ A rule file is YAML with ``version: 1`` and a list ``rules``. Each rule::
     - code: DX-NCCL-001            # stable, never reused: DX-<AREA>-NNN
       title: NCCL watchdog timed out on a collective
       status: stable               # stable | preview (fires; not yet a text-model document) | deprecated
+      since: 0.2.0                 # the distdx release that introduced it (absent on older rules)
       severity: error              # error | warning | info
       weight: 1.0                  # strength of the evidence, 0 < w <= 1 (vague cues lower)
       cascade: false               # true when the line is usually a consequence on other ranks
@@ -33,7 +34,7 @@ from functools import lru_cache
 from importlib import resources
 
 from distdx.errors import DistdxError
-from distdx.knowledge.catalogue import SEVERITIES, STATUSES, Reference, catalogue_error, entries, references, words
+from distdx.knowledge.catalogue import SEVERITIES, Reference, catalogue_error, entries, lifecycle, references, words
 from distdx.knowledge.taxonomy import taxonomy
 from distdx.yamlio import load_yaml
 
@@ -171,6 +172,7 @@ class Rule:
     why: str
     fix: tuple[str, ...]
     status: str = "stable"
+    since: str = ""  # the distdx release that introduced it ("" for rules older than the field)
     severity: str = "error"
     weight: float = 1.0
     cascade: bool = False
@@ -250,10 +252,8 @@ def _parse_rule(source: str, spec: dict) -> Rule:
     for required in ("title", "patterns", "why", "fix"):
         if not spec.get(required):
             raise _fail(source, code, f"missing {required}")
-    status = spec.get("status", "stable")
+    status, since = lifecycle(spec, code="DX-KB-001", data_file=f"src/distdx/knowledge/rules/{source}", entry=code)
     severity = spec.get("severity", "error")
-    if status not in STATUSES:
-        raise _fail(source, code, f"status must be one of {STATUSES}")
     if severity not in SEVERITIES:
         raise _fail(source, code, f"severity must be one of {SEVERITIES}")
     weight = float(spec.get("weight", 1.0))
@@ -281,6 +281,7 @@ def _parse_rule(source: str, spec: dict) -> Rule:
         why=words(spec["why"]),
         fix=tuple(str(s).strip() for s in (fix if isinstance(fix, list) else [fix])),
         status=status,
+        since=since,
         severity=severity,
         weight=weight,
         cascade=bool(spec.get("cascade", False)),

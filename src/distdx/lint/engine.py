@@ -254,7 +254,8 @@ def lint_sources(sources: list[Source], options: LintOptions = LintOptions()) ->
     world, origin = run.config_world_size("", launches) if options.world_size is None else (options.world_size, "--world-size")
     order = {"error": 0, "warning": 1, "info": 2}
     names = [s.name for s in sources]
-    findings = sorted(run.findings, key=lambda f: (names.index(f.file), f.line or 0, f.column or 0, order[f.severity], f.code))
+    deprecated = {code for code, rule in run.rules.items() if rule.status == "deprecated"}  # kept, never reported
+    findings = sorted((f for f in run.findings if f.code not in deprecated), key=lambda f: (names.index(f.file), f.line or 0, f.column or 0, order[f.severity], f.code))
     return LintReport(files=tuple(names), findings=tuple(findings), world_size=world, world_size_source=origin,
                       notes=tuple(run.notes))
 

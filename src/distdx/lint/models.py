@@ -26,6 +26,8 @@ class LintRule:
     references: tuple[Reference, ...] = ()
     fix_kind: str = "none"  # what `distdx fix` does: safe | unsafe | none (see rules.yaml's header)
     fixed_example: str = ""  # the example after `distdx fix --unsafe-fixes`
+    status: str = "stable"  # stable | preview | deprecated (a code is deprecated, never removed)
+    since: str = ""  # the distdx release that introduced it ("" for rules older than the field)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from functools import lru_cache
 from importlib import resources
 
 from distdx.errors import DistdxError
-from distdx.knowledge.catalogue import SEVERITIES, catalogue_error, entries, references, taxonomy_target, words
+from distdx.knowledge.catalogue import SEVERITIES, catalogue_error, entries, lifecycle, references, taxonomy_target, words
 from distdx.lint.models import LintRule
 
 CODE_RE = re.compile(r"^LINT-(SYN|DS|MEG|CAI|LAUNCH)-\d{3}$")
@@ -38,6 +38,7 @@ def _parse(spec: dict) -> LintRule:
         raise _fail(code, f"fix_kind must be one of {FIX_KINDS}")
     if spec.get("fixed_example") and spec["fix_kind"] == "none":
         raise _fail(code, "fixed_example is for a rule with a fix (fix_kind safe or unsafe)")
+    status, since = lifecycle(spec, code="DX-LINT-100", data_file=DATA_FILE, entry=code)
     targets = {key: taxonomy_target(spec[key], key, code="DX-LINT-100", data_file=DATA_FILE, entry=code, key=key)
                for key in ("symptom", "root_cause", "fix_pattern")}
     return LintRule(
@@ -46,6 +47,7 @@ def _parse(spec: dict) -> LintRule:
         fix_pattern=targets["fix_pattern"], applies_to=spec["applies_to"], example=str(spec.get("example", "")),
         references=references(spec.get("references"), code="DX-LINT-100", data_file=DATA_FILE, entry=code),
         fix_kind=spec["fix_kind"], fixed_example=str(spec.get("fixed_example", "")),
+        status=status, since=since,
     )
 
 

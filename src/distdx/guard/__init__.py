@@ -152,19 +152,8 @@ def step(*, loss: Any = None, model: Any = None, loss_scale: float | None = None
     if s is None:
         return 0
     s.raise_if_fatal()
-    s.manual_steps = True
     try:
-        if loss is not None:
-            s.check_loss(loss)
-        if model is not None:
-            params = list(model.parameters())
-            s.param_names.update({id(p): n for n, p in model.named_parameters()})
-            s.check_grads(params)
-        if loss_scale is not None:
-            if s._last_scale is not None:
-                s.on_loss_scale(s._last_scale, float(loss_scale))
-            s._last_scale = float(loss_scale)
-        s.after_step()
+        s.manual_step(loss=loss, model=model, loss_scale=loss_scale)
     except GuardError:
         raise
     except Exception as e:  # noqa: BLE001

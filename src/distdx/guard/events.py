@@ -16,6 +16,13 @@ from distdx.events import SCHEMA_VERSION, SEVERITIES, GuardEvent
 __all__ = ["SCHEMA_VERSION", "SEVERITIES", "EventLog", "GuardEvent", "read_events"]
 
 
+
+def short(text: str, limit: int = 200) -> str:
+    """``text`` on one line, cut to ``limit`` characters: what an event's message holds of an error."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class EventLog:
     """Appends events to ``guard-rank{r}.jsonl``; safe to call from several threads."""
 

@@ -4,6 +4,11 @@ A session starts once the default process group exists. It talks to the other ra
 torch.distributed's key-value store (a second TCPStore client on MASTER_ADDR:MASTER_PORT, or the
 default group's store), never through collectives, so a broken job cannot make the guard hang.
 Every path catches its own exceptions: a guard failure becomes one ``guard_error`` event.
+
+:class:`Session` is the façade; each concern is a mixin in its own module: the store side channel
+(``store.StoreChannel``), heartbeats, hang detection, lost ranks and stacks (``watch.Watchers``),
+steps and numerics (``numerics.Numerics``) and data loading (``data.DataChecks``). This module keeps
+the lifecycle, events, preflight and the collective ring.
 """
 
 from __future__ import annotations
@@ -22,7 +27,11 @@ from typing import Any
 
 from distdx.guard import compare
 from distdx.guard.config import GuardConfig
-from distdx.guard.events import EventLog, GuardEvent
+from distdx.guard.data import DataChecks
+from distdx.guard.events import EventLog, GuardEvent, short
+from distdx.guard.numerics import Numerics
+from distdx.guard.store import StoreChannel
+from distdx.guard.watch import Watchers
 
 _GUARD_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -31,27 +40,7 @@ class GuardError(RuntimeError):
     """Raised only with ``fail_fast=True``: the guard found an error that will hang or corrupt the job."""
 
 
-def _short(text: str, limit: int = 200) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _pid_alive(pid: int) -> bool:
-    """False when the process is gone or a zombie (killed, not yet reaped by its launcher)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        return True
-
-
-class Session:
+class Session(StoreChannel, Watchers, Numerics, DataChecks):
     def __init__(self, config: GuardConfig, dist: Any) -> None:
         self.config = config
         self.dist = dist
@@ -110,58 +99,6 @@ class Session:
         self._published_at = 0.0
         self._published: set[int] = set()  # ranks whose heartbeat and announcement keys exist
 
-    # ------------------------------------------------------------------ store
-
-    def _open_store(self) -> Any:
-        from datetime import timedelta
-
-        dist = self.dist
-        prefix = "distdx-guard/{}/{}/".format(
-            os.environ.get("TORCHELASTIC_RUN_ID", "run"), os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-        )
-        base = None
-        addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
-        if addr and port:
-            try:
-                base = dist.TCPStore(addr, int(port), is_master=False, timeout=timedelta(seconds=10), wait_for_workers=False)
-            except Exception:  # noqa: BLE001 - fall back to the group's own client
-                base = None
-        if base is None:
-            base = dist.distributed_c10d._get_default_store()
-        store = dist.PrefixStore(prefix, base)
-        return store
-
-    def _set(self, key: str, value: str) -> None:
-        with self._lock:
-            self.store.set(key, value)
-
-    def _get_many(self, keys: list[str]) -> list[bytes]:
-        with self._lock:
-            return self.store.multi_get(keys)
-
-    def _check(self, keys: list[str]) -> bool:
-        with self._lock:
-            return self.store.check(keys)
-
-    def exchange(self, name: str, value: object, timeout_s: float | None = None) -> dict[int, Any]:
-        """Every rank publishes ``value`` under ``name``; returns what the ranks that answered in
-        time published (a rank that did not is left out)."""
-        n = self.exchanges[name]
-        self.exchanges[name] += 1
-        keys = [f"x/{name}/{n}/{r}" for r in range(self.world)]
-        self._set(keys[self.rank], json.dumps(value, default=str))
-        deadline = time.monotonic() + (self.config.preflight_timeout_s if timeout_s is None else timeout_s)
-        present: list[int] = []
-        delay = 0.005
-        while True:
-            present = [r for r in range(self.world) if self._check([keys[r]])]
-            if len(present) == self.world or time.monotonic() > deadline:
-                break
-            time.sleep(delay)
-            delay = min(delay * 2, 0.1)
-        values = self._get_many([keys[r] for r in present])
-        return {r: json.loads(v) for r, v in zip(present, values)}
-
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
@@ -194,7 +131,7 @@ class Session:
             once="exception",
             echo=False,
             exception=exc_type.__name__,
-            error=_short(exc, 400),
+            error=short(exc, 400),
         )
 
     def close(self) -> None:
@@ -291,7 +228,7 @@ class Session:
             self.log.append(
                 self._event(
                     "guard_error",
-                    f"guard internal error in {where}: {type(exc).__name__}: {_short(exc)} (the job is not affected)",
+                    f"guard internal error in {where}: {type(exc).__name__}: {short(exc)} (the job is not affected)",
                     rank=self.rank,
                     step=self.step,
                     severity="info",
@@ -442,7 +379,7 @@ class Session:
             f"collective failed at seq {rec[1]} on group {rec[0]} (step {rec[7]}): rank {self.rank} "
             f"{compare.describe_call(rec)} raised {type(exc).__name__}",
             echo=False,
-            error=_short(exc, 400),
+            error=short(exc, 400),
             step=rec[7],
             op=rec[2],
             seq=rec[1],
@@ -456,7 +393,7 @@ class Session:
             f"collective failed in backward (DDP gradient all-reduce) at step {self.step} on rank {self.rank}: "
             f"raised {type(exc).__name__}",
             echo=False,
-            error=_short(exc, 400),
+            error=short(exc, 400),
             op="backward",
         )
         self.analyse_failure()
@@ -492,384 +429,3 @@ class Session:
 
     def collective_done(self) -> None:
         self.act = None
-
-    # ------------------------------------------------------------------ heartbeat
-
-    def _tick(self, call: tuple, now: float) -> None:
-        """One more start of ``call``: the time since its last start is one period of it."""
-        pace = self._pace.get(call)
-        if pace is None:
-            self._pace[call] = [now, collections.deque(maxlen=16)]
-        else:
-            pace[1].append(now - pace[0])
-            pace[0] = now
-
-    def _median_period(self, call: tuple) -> float | None:
-        pace = self._pace.get(call)
-        if pace is None or len(pace[1]) < self.config.hang_history:
-            return None
-        periods = sorted(list(pace[1]))  # list() first: the main thread may append meanwhile
-        return periods[len(periods) // 2]
-
-    def hang_threshold(self, act: list) -> float:
-        """How long a wait in ``act`` may last before it is a hang: ``hang_factor`` times the
-        median period of that call, or of the training step when steps are known and longer (a
-        call made many times a step comes round faster than a peer may lag), floored at
-        ``hang_floor_s``, once it has ``hang_history`` periods; ``hang_s`` before (the first
-        steps, compilation, warm-up)."""
-        cfg = self.config
-        period = self._median_period((act[1], act[3], act[4]) if act[0] == "collective" else ("backward", act[4]))
-        if not cfg.hang_factor or period is None:
-            return cfg.hang_s
-        period = max(period, self._median_period(("step",)) or 0.0)
-        return round(max(cfg.hang_floor_s, cfg.hang_factor * period), 3)
-
-    def enter_phase(self, name: str) -> list | None:
-        """Mark the start of a known slow phase; returns the phase it nests in (for leave_phase)."""
-        outer = self.phase
-        if outer is None:
-            self.phase = [name, time.time()]
-        return outer
-
-    def leave_phase(self, outer: list | None) -> None:
-        if outer is None:
-            self.phase = None
-            self.phase_end = time.time()
-
-    def heartbeat(self) -> dict:
-        act = self.act
-        return {
-            "rank": self.rank,
-            "t": time.time(),
-            "pid": self.pid,
-            "host": self.host,
-            "beat": self.beat,
-            "state": self.state,
-            "step": self.step,
-            "pending": self.step_pending,
-            "counts": dict(self.counts),
-            "groups": dict(self.groups),
-            "act": act if act is None else [*act[:6], self.hang_threshold(act)],
-            "phase": self.phase,
-            "phase_end": self.phase_end,
-            "ring": list(self.ring),
-            "last": self.ring[-1] if self.ring else None,
-            "last_by_group": dict(self.last_by_group),
-            "loaders": dict(self.loaders),
-            "drift": self.drift,
-        }
-
-    def announce(self, rec: list) -> None:
-        """Before each collective: one small key with the call, so that a collective that kills
-        the process still leaves its record (the full heartbeat is published less often)."""
-        self._set(f"act/{self.rank}", json.dumps([*rec, time.time()], default=str, separators=(",", ":")))
-
-    def publish(self) -> None:
-        self._published_at = time.monotonic()
-        self.beat += 1
-        self._set(f"hb/{self.rank}", json.dumps(self.heartbeat(), default=str, separators=(",", ":")))
-
-    def read_heartbeats(self, ranks: list[int]) -> dict[int, dict]:
-        """The peers' heartbeats, each brought up to date with the collective it announced last."""
-        present = [r for r in ranks if r in self._published or self._check([f"hb/{r}"])]
-        self._published.update(present)
-        if not present:
-            return {}
-        n = len(present)
-        values = self._get_many([f"{k}/{r}" for k in ("hb", "act", "st") for r in present])
-        out = {}
-        for i, r in enumerate(present):
-            hb = json.loads(values[i])
-            announced = json.loads(values[n + i])
-            if announced:
-                compare.merge_announced(hb, announced)
-            step = int(values[2 * n + i])
-            if hb.get("step") is None or step > hb["step"]:
-                hb["step"], hb["pending"] = step, False
-            out[r] = hb
-        return out
-
-    def _update_lost(self, hbs: dict[int, dict], *, grace: bool = True) -> None:
-        now = time.monotonic()
-        for r, hb in hbs.items():
-            if r == self.rank or r in self._lost or hb.get("state") == "exited":
-                continue
-            beat, since = self._peer_beats.get(r, (-1, now))
-            if hb["beat"] != beat:
-                self._peer_beats[r] = (hb["beat"], now)
-                since = now
-            if hb.get("host") == self.host and hb.get("pid") and not _pid_alive(int(hb["pid"])):
-                self._lost[r] = f"process {hb['pid']} on {hb['host']} is gone (killed or crashed)"
-            elif grace and now - since > self.config.silent_s:
-                self._lost[r] = f"stopped sending heartbeats {now - since:.1f} s ago (pid {hb.get('pid')} on {hb.get('host')})"
-
-    def _watch_peer_processes(self) -> None:
-        """Peers on this host: a pidfd turns readable the moment the process ends, so a killed
-        rank is named before the launcher tears the rest of the job down. A peer that has not
-        published its first heartbeat yet (it started later than this rank) is looked for again
-        on each turn until every peer is either watched or known to run on another host."""
-        import select
-
-        fds: dict[int, int] = {}
-        try:
-            unseen = {r for r in range(self.world) if r != self.rank}
-            poller = select.poll()
-            while not self._stop.is_set() and (fds or unseen):
-                if unseen:
-                    for r, hb in self.read_heartbeats(sorted(unseen)).items():
-                        unseen.discard(r)
-                        if hb.get("host") != self.host or not hb.get("pid") or len(fds) >= 64:
-                            continue
-                        try:
-                            fd = os.pidfd_open(int(hb["pid"]))
-                        except OSError:
-                            continue
-                        fds[fd] = r
-                        poller.register(fd, select.POLLIN)
-                for fd, _mask in poller.poll(200):
-                    rank = fds.pop(fd)
-                    poller.unregister(fd)
-                    os.close(fd)
-                    self._peer_ended(rank)
-        except Exception as e:  # noqa: BLE001
-            self.internal_error("peer process watch", e)
-        finally:
-            for fd in fds:
-                os.close(fd)
-
-    def _peer_ended(self, rank: int) -> None:
-        if self._stop.is_set():
-            return
-        hbs = self.read_heartbeats([r for r in range(self.world) if r != self.rank])
-        hbs[self.rank] = self.heartbeat()
-        peer = hbs.get(rank, {})
-        if peer.get("state") == "exited":
-            return  # a normal end: its guard said goodbye first
-        self._lost[rank] = f"process {peer.get('pid')} on {peer.get('host')} is gone (killed or crashed)"
-        for finding in compare.find_lost(hbs, {rank: self._lost[rank]}, lockstep=bool(self.replicated)):
-            self.emit(finding)
-
-    def _loop(self) -> None:
-        failures = 0
-        while not self._stop.is_set():
-            self._wake.wait(self.config.interval_s)
-            self._wake.clear()
-            if self._stop.is_set():
-                break
-            try:
-                self.publish()
-                self._watch()
-                failures = 0
-            except Exception as e:  # noqa: BLE001 - the store can vanish when rank 0 exits
-                failures += 1
-                if failures == 3:
-                    self.internal_error("heartbeat thread", e)
-                if failures > 20:
-                    return
-            self._stop.wait(0.05)  # coalesce bursts of collectives into one publish
-
-    def _watch(self) -> None:
-        self._serve_dump()
-        if self.world > 32 and self.rank not in (0, 1):
-            return
-        hbs = self.read_heartbeats([r for r in range(self.world) if r != self.rank])
-        hbs[self.rank] = self.heartbeat()
-        self._update_lost(hbs)
-        live = [r for r in sorted(hbs) if r not in self._lost and hbs[r].get("state") != "exited"]
-        if not live or live[0] != self.rank:
-            return  # the lowest live rank is the job's watcher
-        now = time.time()
-        checks = (
-            ("rings", lambda: compare.compare_rings({r: hb.get("ring", []) for r, hb in hbs.items()})),
-            ("loaders", lambda: compare.compare_loaders(hbs)),
-            # a rank past the others' last batch is explained by the data, not by a skipped call
-            ("skipped", lambda: [] if self._uneven else compare.find_skipped(hbs, now, min_wait_s=2 * self.config.interval_s)),
-            ("drift", lambda: compare.compare_drift(hbs, self.drift_names) if self.drift_names else []),
-            ("lost", lambda: compare.find_lost(hbs, self._lost, lockstep=bool(self.replicated))),
-        )
-        for name, check in checks:
-            try:
-                for finding in check():
-                    self._uneven = self._uneven or finding.kind == "uneven_batches"
-                    self.emit(finding)
-            except Exception as e:  # noqa: BLE001 - one broken check must not stop the others
-                self.internal_error(f"{name} check", e)
-        running = {r: hb for r, hb in hbs.items() if hb.get("state") != "exited"}
-        gone = dict(self._lost) | {r: "has exited" for r, hb in hbs.items() if hb.get("state") == "exited"}
-        hang = compare.find_hang(running, now, self.config.hang_s, gone, slow_phase_s=self.config.slow_phase_s)
-        if hang is not None and hang.key not in self.reported:
-            stacks = self._gather_stacks(hang.key, sorted(running))
-            self.emit(hang, stacks=stacks)
-
-    # ------------------------------------------------------------------ stacks
-
-    def main_stack(self) -> str:
-        frame = sys._current_frames().get(self._main_ident)
-        return "".join(traceback.format_stack(frame)) if frame is not None else ""
-
-    def _gather_stacks(self, token: str, ranks: list[int]) -> dict[str, str]:
-        self._set("dump/req", token)
-        self._serve_dump()
-        keys = {r: f"dump/{token}/{r}" for r in ranks}
-        deadline = time.monotonic() + max(3 * self.config.interval_s, 2.0)
-        while time.monotonic() < deadline and not all(self._check([k]) for k in keys.values()):
-            time.sleep(0.05)
-        out = {}
-        for r, k in keys.items():
-            if self._check([k]):
-                out[str(r)] = json.loads(self._get_many([k])[0])
-        return out
-
-    def _serve_dump(self) -> None:
-        if not self._check(["dump/req"]):
-            return
-        token = self._get_many(["dump/req"])[0].decode()
-        if token == self._served_dump:
-            return
-        self._served_dump = token
-        payload = {"stack": self.main_stack(), "last_collectives": [compare.describe_call(r) + f" seq {r[1]}" for r in list(self.ring)[-5:]]}
-        self._set(f"dump/{token}/{self.rank}", json.dumps(payload))
-
-    # ------------------------------------------------------------------ numerics
-
-    def current_step(self, site: str = "") -> int:
-        """The step index; before any step signal (optimizer step, loss-scale update,
-        ``guard.step``), the number of earlier calls from the same line, i.e. the loop iteration."""
-        if self.step_signal:
-            return self.step
-        n = self.site_calls.get(site, 0)
-        self.site_calls[site] = n + 1
-        return n
-
-    def open_step(self) -> None:
-        if self.step_pending:
-            self.step_pending = False
-            self.step += 1
-            self._announce_step()
-            self._after_step_checks()
-
-    def _announce_step(self) -> None:
-        """One tiny key per step, so a rank that dies between heartbeats leaves its step behind."""
-        self._tick(("step",), time.time())
-        try:
-            self._set(f"st/{self.rank}", str(self.step))
-        except Exception as e:  # noqa: BLE001
-            self.internal_error("step announcement", e)
-
-    def on_backward(self, loss: Any, site: str) -> None:
-        self.raise_if_fatal()
-        self.open_step()
-        now = time.time()
-        self.act = ["backward", "ddp", self.step, "backward", site, now]
-        self._tick(("backward", site), now)
-        if self.config.numerics_every and self.step % self.config.numerics_every == 0 and loss.numel() == 1:
-            self.check_loss(loss)
-
-    def check_loss(self, loss: Any) -> None:
-        import torch
-
-        value = loss.detach()
-        if not bool(torch.isfinite(value).all()):
-            if self.loss_scaling and not bool(torch.isnan(value).any()):
-                return  # a scaled loss overflowing is the loss scaler's business (see on_loss_scale)
-            self.force_grad_check = True  # name the parameter at this very step
-            if self._nonfinite_reported_step != self.step - 1:
-                self.emit_local(
-                    "nonfinite_loss",
-                    f"non-finite loss at step {self.step} on rank {self.rank}: {float(value.float().reshape(-1)[0])}",
-                    value=str(float(value.float().reshape(-1)[0])),
-                )
-            self._nonfinite_reported_step = self.step
-
-    def check_grads(self, params: list[Any]) -> None:
-        import torch
-
-        grads = [p.grad for p in params if p.grad is not None]
-        if not grads:
-            return
-        norms = torch._foreach_norm([g.detach() for g in grads]) if hasattr(torch, "_foreach_norm") else [g.detach().norm() for g in grads]
-        total = float(torch.linalg.vector_norm(torch.stack([n.double().reshape(()) for n in norms])))
-        if total != total or total in (float("inf"), float("-inf")):
-            bad = next((p for p in params if p.grad is not None and not bool(torch.isfinite(p.grad).all())), None)
-            if bad is None:
-                return  # every gradient is finite; only their total norm overflows
-            name = self.param_names.get(id(bad), f"a parameter of shape {list(bad.shape)}")
-            kind = "nan" if bad is not None and bool(torch.isnan(bad.grad).any()) else "inf"
-            self.emit_local(
-                "nonfinite_grad",
-                f"non-finite gradient at step {self.step} on rank {self.rank}: {name} has {kind}",
-                once=f"nonfinite_grad:{self.step // 100}",
-                parameter=name,
-            )
-            return
-        if len(self._norms) >= 10:
-            median = sorted(self._norms)[len(self._norms) // 2]
-            if median > 0 and total > self.config.spike_factor * median:
-                self.emit_local(
-                    "grad_spike",
-                    f"gradient norm spike at step {self.step} on rank {self.rank}: {total:.3g} vs median {median:.3g} of the last {len(self._norms)} steps",
-                    severity="warning",
-                    once=f"grad_spike:{self.step // 100}",
-                    norm=total,
-                    median=median,
-                )
-        self._norms.append(total)
-
-    def on_loss_scale(self, before: float, after: float, overflow: bool | None = None) -> None:
-        if overflow is None:
-            overflow = after < before
-        self._overflows = self._overflows + 1 if overflow else 0
-        collapsed = self._overflows >= self.config.overflow_patience or after < self.config.min_loss_scale
-        if collapsed:
-            self.emit_local(
-                "loss_scale_collapse",
-                f"loss scale collapsed at step {self.step} on rank {self.rank}: {self._overflows} consecutive overflows, "
-                f"loss scale {after:g}; the fp16 gradients overflow at every scale",
-                once="loss_scale_collapse",
-                scale=after,
-                overflows=self._overflows,
-            )
-
-    def after_step(self, *, defer: bool = False) -> None:
-        """The end of a step. Deferred (optimizer hooks): the count moves on at the next batch or
-        backward, so a collective after ``optimizer.step()`` still belongs to its step."""
-        self.step_signal = True
-        if defer:
-            self.step_pending = True
-            return
-        self.step += 1
-        self._announce_step()
-        self._after_step_checks()
-
-    def _after_step_checks(self) -> None:
-        every = self.config.drift_every
-        if every and self.replicated and self.step % every == 0:
-            import torch
-
-            with torch.no_grad():
-                sums = [float(p.detach().double().sum()) for p in self.replicated[0].parameters()]
-            self.drift = [self.step, hashlib.sha256(repr(sums).encode()).hexdigest()[:16], sums[:500]]
-            self._wake.set()
-
-    # ------------------------------------------------------------------ data
-
-    def loader_started(self, loader: Any, site: str) -> str:
-        # a loader is known by where it is iterated: a new DataLoader object per epoch is
-        # still the same loader, and the same code line is the same on every rank
-        idx = site or f"loader {self._loader_index.setdefault(id(loader), str(len(self._loader_index)))}"
-        try:
-            length = len(loader)
-        except TypeError:
-            length = -1
-        epoch = self.loaders[idx][0] + 1 if idx in self.loaders else 0
-        self.loaders[idx] = [epoch, length, 0, False]
-        self._wake.set()
-        return idx
-
-    def loader_next(self, idx: str) -> None:
-        self.open_step()
-        self.loaders[idx][2] += 1
-
-    def loader_done(self, idx: str) -> None:
-        self.loaders[idx][3] = True
-        self._wake.set()

@@ -17,7 +17,6 @@ import gzip
 import json
 import re
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -52,6 +51,19 @@ WATCHED = {"torch", "transformers", "accelerate", "peft", "deepspeed", "numpy", 
 _PYTHON_REQUIRES = re.compile(r"python_requires\s*=\s*['\"]([^'\"]+)['\"]")
 _QUOTED = re.compile(r"['\"]([A-Za-z][A-Za-z0-9_.\-]*\s*[<>=!~][^'\"]*)['\"]")
 
+
+
+def release_ranges(idx: list[int], last: int) -> list[list[int]] | None:
+    """Sorted release indexes as [first, last] runs; None when they are every release 0..last."""
+    if idx[0] == 0 and idx[-1] == last and len(idx) == last + 1:
+        return None
+    out: list[list[int]] = []
+    for i in idx:
+        if out and out[-1][1] == i - 1:
+            out[-1][1] = i
+        else:
+            out.append([i, i])
+    return out
 
 def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
@@ -208,15 +220,7 @@ def api_history(repo: Path, tagged: list[tuple[Version, str]], root: str) -> dic
     last = len(tagged) - 1
 
     def ranges(idx: list[int]) -> list[list[int]] | None:
-        if idx[0] == 0 and idx[-1] == last and len(idx) == last + 1:
-            return None  # every release
-        out: list[list[int]] = []
-        for i in idx:
-            if out and out[-1][1] == i - 1:
-                out[-1][1] = i
-            else:
-                out.append([i, i])
-        return out
+        return release_ranges(idx, last)
 
     # every module and name is listed, so that "never had it" differs from "always had it": null stands
     # for every release (a module) or the same releases as its parent (a name: its module; a method: its class)
@@ -316,15 +320,7 @@ def python_history(repo: Path) -> dict:
     last = len(PYTHONS) - 1
 
     def ranges(idx: list[int]) -> list[list[int]] | None:
-        if not idx or (idx[0] == 0 and idx[-1] == last and len(idx) == last + 1):
-            return None
-        out: list[list[int]] = []
-        for i in idx:
-            if out and out[-1][1] == i - 1:
-                out[-1][1] = i
-            else:
-                out.append([i, i])
-        return out
+        return release_ranges(idx, last) if idx else None
 
     mods = {m: ranges(idx) for m, idx in sorted(modules.items()) if idx}
     by_module = {m: {n: r for n, idx in sorted(ns.items()) if (r := ranges(idx))} for m, ns in sorted(names.items())}

@@ -4,17 +4,11 @@ hang, a memory blow-up, a changed user file, a leaked secret or an ssh option fr
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("hostile", ROOT / "benchmarks" / "hostile.py")
-hostile = importlib.util.module_from_spec(_spec)
-sys.modules["hostile"] = hostile
-_spec.loader.exec_module(hostile)
+from tests.benchmarks import load_benchmark
+
+hostile = load_benchmark("hostile")
 
 COMMANDS = {"diagnose", "eval", "taxonomy", "rules", "doctor", "lint", "estimate", "run", "lab", "study", "kb"}
 

@@ -4,21 +4,15 @@ uncertain term, and the targets of issue 16 on both halves (the benchmark prints
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import statistics
-import sys
-from pathlib import Path
 
 import pytest
 
 from distdx.estimate.terms import terms
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("bench_estimate", ROOT / "benchmarks" / "bench_estimate.py")
-assert _spec and _spec.loader
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["bench_estimate"] = bench  # dataclasses look their module up
-_spec.loader.exec_module(bench)
+from tests.benchmarks import load_benchmark
+
+bench = load_benchmark("bench_estimate")
 
 POINTS = bench.load()
 

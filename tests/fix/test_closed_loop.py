@@ -3,19 +3,13 @@ the diagnosis of the run's log, and the same program then trains (benchmarks/ben
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+
+from tests.benchmarks import load_benchmark
 
 pytest.importorskip("deepspeed", reason="the scenario runs DeepSpeed code (deepspeed is in the dev venv)")
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("bench_fix", ROOT / "benchmarks" / "bench_fix.py")
-bench = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("bench_fix", bench)
-_spec.loader.exec_module(bench)
+bench = load_benchmark("bench_fix")
 
 
 @pytest.mark.slow

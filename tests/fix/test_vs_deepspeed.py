@@ -3,8 +3,6 @@ rejected it before: with the safe fixes alone, and with --unsafe-fixes."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,13 +10,11 @@ import pytest
 from distdx.fix import FixOptions, fix
 from distdx.lint import LintOptions
 
+from tests.benchmarks import load_benchmark
+
 pytest.importorskip("deepspeed", reason="the check against DeepSpeed needs deepspeed installed (it is in the dev venv)")
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("lint_vs_deepspeed", ROOT / "benchmarks" / "lint_vs_deepspeed.py")
-bench = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("lint_vs_deepspeed", bench)
-_spec.loader.exec_module(bench)
+bench = load_benchmark("lint_vs_deepspeed")
 
 
 @pytest.mark.slow

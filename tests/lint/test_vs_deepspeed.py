@@ -3,19 +3,13 @@ lint also reports what DeepSpeed accepts silently, and passes every valid config
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+
+from tests.benchmarks import load_benchmark
 
 pytest.importorskip("deepspeed", reason="the side-by-side needs deepspeed installed (it is in the dev venv)")
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("lint_vs_deepspeed", ROOT / "benchmarks" / "lint_vs_deepspeed.py")
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["lint_vs_deepspeed"] = bench
-_spec.loader.exec_module(bench)
+bench = load_benchmark("lint_vs_deepspeed")
 
 SILENT_CASES_OF_THE_ISSUE = ("zero_optimisation_typo.json", "offload_param_zero2.json", "nvme_without_path.json",
                              "negative_gradient_clipping.json", "auto_in_zero.json")

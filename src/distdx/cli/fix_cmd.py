@@ -6,6 +6,7 @@ import argparse
 import json
 
 from distdx.cli import add_format_option, emit
+from distdx.cli.lint_cmd import add_context_options
 from distdx.errors import EXIT_FINDINGS, EXIT_OK, DistdxError
 
 
@@ -25,13 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--select", action="append", default=[], metavar="CODE",
                    help="fix only these codes or code prefixes (any severity; default: every error)")
     p.add_argument("--ignore", action="append", default=[], metavar="CODE", help="leave these codes alone")
-    p.add_argument("--world-size", "-w", type=int, help="total number of processes (GPUs); wins over what the files say")
-    p.add_argument("--hostfile", help="DeepSpeed/MPI hostfile: its slots give the world size")
-    p.add_argument("--gpus-per-node", type=int, help="visible GPUs per node")
-    hf = p.add_mutually_exclusive_group()
-    hf.add_argument("--hf", dest="hf", action="store_true", default=None,
-                    help='the DeepSpeed config goes through the Hugging Face Trainer/Accelerate ("auto" is fine)')
-    hf.add_argument("--no-hf", dest="hf", action="store_false", help='the config goes to deepspeed.initialize() as it is')
+    add_context_options(p)
     p.add_argument("--from-log", metavar="LOG", help="repairs from the diagnosis of a failed run's log (F1-F6)")
     p.add_argument("--config", help="with --from-log: the DeepSpeed config the run used")
     p.add_argument("--script", help="with --from-log: the launch script the run used")

@@ -16,6 +16,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "Exit 1 when an error is found.")
     p.add_argument("files", nargs="*", metavar="FILE", help="config files (.json/.yaml), launch scripts, Python scripts")
     p.add_argument("--command", "-c", help='a launch command to check, e.g. "torchrun --nproc_per_node 8 train.py ..."')
+    add_context_options(p)
+    p.add_argument("--list-rules", action="store_true", help="list every rule code with its severity and title (--format markdown: the docs page)")
+    p.add_argument("--explain", metavar="CODE", help="print one rule: what it detects, why, how to fix")
+    add_format_option(p)
+    p.set_defaults(func=run)
+
+
+def add_context_options(p: argparse.ArgumentParser) -> None:
+    """What lint needs to know of the run beyond its files (``distdx lint`` and ``distdx fix``)."""
     p.add_argument("--world-size", "-w", type=int, help="total number of processes (GPUs); wins over what the files say")
     p.add_argument("--hostfile", help="DeepSpeed/MPI hostfile: its slots give the world size and the known hosts")
     p.add_argument("--gpus-per-node", type=int, help="visible GPUs per node, to check nproc_per_node")
@@ -25,10 +34,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     hf.add_argument("--no-hf", dest="hf", action="store_false",
                     help='the config is passed to deepspeed.initialize() as it is: "auto" values are errors '
                          "(by default, not knowing, they are warnings)")
-    p.add_argument("--list-rules", action="store_true", help="list every rule code with its severity and title (--format markdown: the docs page)")
-    p.add_argument("--explain", metavar="CODE", help="print one rule: what it detects, why, how to fix")
-    add_format_option(p)
-    p.set_defaults(func=run)
 
 
 def render_text(report) -> str:

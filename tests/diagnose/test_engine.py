@@ -22,14 +22,13 @@ rules:
     fix: [Lower the micro batch size.]
   - code: DX-TEST-002
     title: NCCL watchdog timeout
-    cascade: true
     patterns: ['Watchdog caught collective operation timeout']
     symptoms: {"4.7": 1.0}
     root_causes: {R4.7: 1.0}
     fix_patterns: {F3: 1.0}
     why: A collective did not finish in time.
     fix: [Find the rank that stopped first.]
-""")
+""", frozenset({"DX-TEST-002"}))  # a consequence, as cascade.yaml's `rules` would list it
 EMPTY_MODEL = TextModel(())
 
 

@@ -55,7 +55,7 @@ def test_cached_rules_and_model_diagnose_exactly_as_freshly_built_ones(folder):
     """The real knowledge through the cache (cold, then warm) and without it gives the same diagnosis."""
     from distdx.diagnose.engine import diagnose
     from distdx.diagnose.textmodel import default_model
-    from distdx.knowledge.rules import _parse_rule_files, load_rules, rule_files
+    from distdx.knowledge.rules import _parse_rule_files, cascade_file, load_rules, rule_files
     from distdx.logs import parse_text
 
     log = open(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "logs", "deepspeed-zero3-oom.log")).read()
@@ -66,7 +66,7 @@ def test_cached_rules_and_model_diagnose_exactly_as_freshly_built_ones(folder):
         default_model.cache_clear()
         results.append(diagnose(parsed, rules=load_rules(), model=default_model()).to_dict())
     assert list(folder.glob("rules-*.pickle")) and list(folder.glob("textmodel-*.pickle"))
-    fresh = diagnose(parsed, rules=_parse_rule_files(rule_files(), prepare=False)).to_dict()
+    fresh = diagnose(parsed, rules=_parse_rule_files(rule_files(), cascade_file(), prepare=False)).to_dict()
     assert results[0] == results[1] == fresh
     load_rules.cache_clear()
     default_model.cache_clear()

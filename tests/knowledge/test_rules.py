@@ -59,9 +59,9 @@ def test_patterns_do_not_start_with_an_unbounded_run(rule):
 def test_the_literal_prefilter_never_hides_a_match():
     """A pattern is skipped when none of its required literals is in the line; on every line any
     rule's fixtures hold, each pattern that matches must also pass its prefilter."""
-    from distdx.knowledge.rules import _parse_rule_files, rule_files
+    from distdx.knowledge.rules import _parse_rule_files, cascade_file, rule_files
 
-    rules = _parse_rule_files(rule_files())  # literals worked out, as the cache stores them
+    rules = _parse_rule_files(rule_files(), cascade_file())  # literals worked out, as the cache stores them
     lines = sorted({line for r in rules for f in (*r.fixtures_match, *r.fixtures_no_match) for line in f.splitlines()})
     patterns = [p for r in rules for p in (*r.patterns, *r.requires, *r.excludes)]
     assert sum(p.literal is not None for p in patterns) > 0.9 * len(patterns)
@@ -71,3 +71,15 @@ def test_the_literal_prefilter_never_hides_a_match():
         for line in lines:
             if p.compiled.search(line):
                 assert p.search(line), (p.pattern, p.literal, line)
+
+
+def test_cascade_knowledge_is_in_one_file():
+    from distdx.errors import DistdxError
+    from distdx.knowledge.rules import cascade_rules, parse_rule_file
+
+    listed = cascade_rules()
+    assert listed and listed <= {r.code for r in load_rules()}
+    assert {r.code for r in load_rules() if r.cascade} == listed
+    with pytest.raises(DistdxError, match="cascade.yaml"):
+        parse_rule_file("x.yaml", "version: 1\nrules:\n  - {code: DX-X-001, title: t, patterns: [a], cascade: true, "
+                                  "symptoms: {'4.7': 1}, root_causes: {R4.7: 1}, fix_patterns: {F3: 1}, why: w, fix: [f]}\n")

@@ -6,8 +6,8 @@ How a score comes about, per dimension (stage, symptom, root cause, fix pattern)
 1. Every signature rule that fires contributes its weighted taxonomy targets, scaled by the
    rule's own weight and by *where* it fired: the line that names the first failure (1.0), the
    rest of its block (0.6), the same rank (0.7), another rank (0.5), or a line that is a
-   consequence of the first failure, a rule marked ``cascade``, or a line that reads like a
-   cascade (``logs/cascade.yaml``) when the first failure is a real error (0.25, and 0.3 times
+   consequence of the first failure, a rule ``cascade.yaml`` lists as a consequence, or a line that reads like a
+   cascade (``distdx/cascade.yaml``) when the first failure is a real error (0.25, and 0.3 times
    that once a rule explains the first failure itself). Each rule counts once, at its strongest
    hit, and rules are taken strongest first with a decay, so many weak signatures cannot outvote
    one strong one.

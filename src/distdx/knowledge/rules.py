@@ -8,7 +8,6 @@ A rule file is YAML with ``version: 1`` and a list ``rules``. Each rule::
       since: 0.2.0                 # the distdx release that introduced it (absent on older rules)
       severity: error              # error | warning | info
       weight: 1.0                  # strength of the evidence, 0 < w <= 1 (vague cues lower)
-      cascade: false               # true when the line is usually a consequence on other ranks
       patterns:                    # Python regexes; the rule fires on a line any of them matches
         - 'Watchdog caught collective operation timeout'
       requires: []                 # regexes that must also occur somewhere in the input
@@ -245,7 +244,7 @@ def _weights(source: str, code: str, spec: dict, key: str, dimension: str) -> di
     return {k: v / total for k, v in out.items()}
 
 
-def _parse_rule(source: str, spec: dict) -> Rule:
+def _parse_rule(source: str, spec: dict, cascade_rules: frozenset[str] = frozenset()) -> Rule:
     code = str(spec.get("code", ""))
     if not CODE_RE.match(code):
         raise _fail(source, code, "code must look like DX-AREA-001")
@@ -269,6 +268,9 @@ def _parse_rule(source: str, spec: dict) -> Rule:
     refs = references(spec.get("references"), code="DX-KB-001", data_file=f"src/distdx/knowledge/rules/{source}",
                       entry=code)
     fix = spec["fix"]
+    if "cascade" in spec:
+        raise _fail(source, code, "whether a rule's line is a consequence of a failure elsewhere is said in "
+                                  "src/distdx/cascade.yaml (its `rules` list), not in the rule")
     return Rule(
         code=code,
         title=str(spec["title"]),
@@ -284,7 +286,7 @@ def _parse_rule(source: str, spec: dict) -> Rule:
         since=since,
         severity=severity,
         weight=weight,
-        cascade=bool(spec.get("cascade", False)),
+        cascade=code in cascade_rules,
         references=refs,
         fixtures_match=tuple(str(s) for s in fixtures.get("match") or ()),
         fixtures_no_match=tuple(str(s) for s in fixtures.get("no_match") or ()),
@@ -293,9 +295,20 @@ def _parse_rule(source: str, spec: dict) -> Rule:
     )
 
 
-def parse_rule_file(source: str, text: str) -> list[Rule]:
+def parse_rule_file(source: str, text: str, cascade_rules: frozenset[str] = frozenset()) -> list[Rule]:
+    """The rules of one file; ``cascade_rules`` are the codes ``cascade.yaml`` lists as consequences."""
     specs = entries(text, "rules", code="DX-KB-001", data_file=f"src/distdx/knowledge/rules/{source}")
-    return [_parse_rule(source, spec if isinstance(spec, dict) else {}) for spec in specs]
+    return [_parse_rule(source, spec if isinstance(spec, dict) else {}, cascade_rules) for spec in specs]
+
+
+def cascade_file() -> bytes:
+    return resources.files("distdx").joinpath("cascade.yaml").read_bytes()
+
+
+def cascade_rules(data: bytes | None = None) -> frozenset[str]:
+    """The codes of the signature rules that ``distdx/cascade.yaml`` lists as consequences."""
+    doc = load_yaml((data if data is not None else cascade_file()).decode("utf-8"))
+    return frozenset(str(c) for c in (doc.get("rules") or ()))
 
 
 def rule_files() -> list[tuple[str, bytes]]:
@@ -311,21 +324,28 @@ def load_rules() -> tuple[Rule, ...]:
     from distdx.knowledge.cache import cache_dir, cached
 
     files = rule_files()
+    cascade = cascade_file()
     if cache_dir() is None:  # working out the literals pays only when they are kept
-        return _parse_rule_files(files, prepare=False)
+        return _parse_rule_files(files, cascade, prepare=False)
     taxonomy_file = resources.files("distdx.knowledge").joinpath("taxonomy.yaml").read_bytes()
-    return cached("rules", [b for _, b in files] + [taxonomy_file], lambda: _parse_rule_files(files))
+    return cached("rules", [b for _, b in files] + [taxonomy_file, cascade],
+                  lambda: _parse_rule_files(files, cascade))
 
 
-def _parse_rule_files(files: list[tuple[str, bytes]], prepare: bool = True) -> tuple[Rule, ...]:
+def _parse_rule_files(files: list[tuple[str, bytes]], cascade: bytes, prepare: bool = True) -> tuple[Rule, ...]:
     rules: list[Rule] = []
     seen: dict[str, str] = {}
+    consequences = cascade_rules(cascade)
     for name, data in files:
-        for rule in parse_rule_file(name, data.decode("utf-8")):
+        for rule in parse_rule_file(name, data.decode("utf-8"), consequences):
             if rule.code in seen:
                 raise _fail(name, rule.code, f"code already used in {seen[rule.code]}")
             seen[rule.code] = name
             rules.append(rule)
+    unknown = sorted(consequences - set(seen))
+    if unknown:
+        raise catalogue_error("DX-KB-001", "src/distdx/cascade.yaml", unknown[0],
+                              "its `rules` list names a code that is no signature rule")
     for rule in rules if prepare else ():
         for pattern in (*rule.patterns, *rule.requires, *rule.excludes):
             pattern.prepare()

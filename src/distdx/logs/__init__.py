@@ -12,7 +12,7 @@ compressed files (.gz, .bz2, .xz), streams them in bounded memory, and returns a
 - :class:`Block` records rebuild tracebacks (chained too), C++/NCCL errors, compiler errors,
   launcher exits and torchelastic failure tables/error files.
 - :class:`FirstFailure` is the earliest real error, apart from its cascade on other ranks
-  (``cascade.yaml``), with the reason it was chosen.
+  (``distdx/cascade.yaml``), with the reason it was chosen.
 - distdx guard events (JSON lines with an integer ``"distdx"`` key) become lines reading
   ``[distdx-guard] <message>`` with the event attached (``LogLine.event``, ``ParsedLog.events``).
 

@@ -48,8 +48,9 @@ class CascadePattern:
 
 @lru_cache(maxsize=1)
 def cascade_patterns() -> tuple[CascadePattern, ...]:
-    """The cascade knowledge (``cascade.yaml``), loaded once."""
-    data = bundled_yaml("distdx.logs", "cascade.yaml")
+    """The cascade patterns of ``distdx/cascade.yaml`` (all of distdx's cascade knowledge: these patterns
+    and the signature rules that describe a consequence), loaded once."""
+    data = bundled_yaml("distdx", "cascade.yaml")
     return tuple(CascadePattern(p["code"], re.compile(p["pattern"]), p["why"]) for p in data["patterns"])
 
 

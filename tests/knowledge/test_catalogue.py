@@ -66,3 +66,10 @@ def test_a_deprecated_doctor_check_is_not_run(monkeypatch):
     patched = (dataclasses.replace(first, status="deprecated"), *catalogue()[1:])
     monkeypatch.setattr(engine, "catalogue", lambda: patched)
     assert first.code not in {s.code for s in engine.select()}
+
+
+def test_fix_is_one_instruction_or_a_list_of_steps_in_every_catalogue():
+    from distdx.knowledge.catalogue import fix_steps
+
+    assert fix_steps("Set NCCL_DEBUG=INFO.") == ("Set NCCL_DEBUG=INFO.",)
+    assert fix_steps(["Set NCCL_DEBUG=INFO.", " ", "Rerun."]) == ("Set NCCL_DEBUG=INFO.", "Rerun.")

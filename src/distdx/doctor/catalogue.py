@@ -12,7 +12,7 @@ from typing import Mapping
 
 from distdx.doctor.models import CheckSpec
 from distdx.errors import DistdxError
-from distdx.knowledge.catalogue import SEVERITIES, catalogue_error, entries, lifecycle, references, taxonomy_target
+from distdx.knowledge.catalogue import SEVERITIES, catalogue_error, entries, fix_steps, lifecycle, references, taxonomy_target
 from distdx.yamlio import bundled_yaml
 
 CODE_RE = re.compile(r"^DOC-[A-Z0-9]+-\d{3}$")
@@ -47,7 +47,7 @@ def parse_catalogue(text: str, source: str = "checks.yaml") -> tuple[CheckSpec, 
             code=code, title=entry["title"], area=entry["area"], severity=entry["severity"],
             symptom=targets["symptom"], root_cause=targets["root_cause"],
             fix_pattern=targets["fix_pattern"], detects=entry["detects"].strip(), why=entry["why"].strip(),
-            fix=entry["fix"].strip(), example=entry["example"].strip(),
+            fix=" ".join(fix_steps(entry["fix"])), example=entry["example"].strip(),
             references=references(entry.get("references"), code="DX-DOCTOR-001", data_file=data_file, entry=code),
             status=status, since=since,
         ))

@@ -12,6 +12,7 @@ loaders validate them the same way and report a broken entry with one kind of er
 - :class:`Reference` and :func:`references`;
 - :func:`entries`: the file's entries after the ``version``/list check;
 - :func:`taxonomy_target`: one taxonomy ID of a given dimension;
+- :func:`fix_steps`: ``fix``, one instruction or a list of steps, as steps;
 - :func:`lifecycle`: ``status`` (stable, preview, deprecated; stable when absent) and ``since`` (the
   distdx release that introduced the entry; absent on entries older than the field);
 - :func:`catalogue_error`: the error for a broken entry (each catalogue keeps its own error code).
@@ -28,8 +29,8 @@ from distdx.yamlio import YAMLError, load_yaml
 
 STATUSES = ("stable", "preview", "deprecated")
 
-__all__ = ["SEVERITIES", "STATUSES", "Reference", "catalogue_error", "entries", "lifecycle", "references",
-           "taxonomy_target", "words"]
+__all__ = ["SEVERITIES", "STATUSES", "Reference", "catalogue_error", "entries", "fix_steps", "lifecycle",
+           "references", "taxonomy_target", "words"]
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,12 @@ def lifecycle(spec: dict, *, code: str, data_file: str, entry: str) -> tuple[str
     if since and not re.fullmatch(r"\d+\.\d+(\.\d+)?", since):
         raise catalogue_error(code, data_file, entry, f"since {since!r} is not a release number such as 0.2.0")
     return status, since
+
+
+def fix_steps(raw: object) -> tuple[str, ...]:
+    """``fix:`` as steps: every catalogue takes one instruction (a string) or a list of steps. Doctor
+    checks and lint rules show their steps as one paragraph, signature rules and lab scenarios as a list."""
+    return tuple(str(s).strip() for s in (raw if isinstance(raw, list) else [raw]) if str(s).strip())
 
 
 def words(text: object) -> str:

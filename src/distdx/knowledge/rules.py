@@ -33,7 +33,7 @@ from functools import lru_cache
 from importlib import resources
 
 from distdx.errors import DistdxError
-from distdx.knowledge.catalogue import SEVERITIES, Reference, catalogue_error, entries, lifecycle, references, words
+from distdx.knowledge.catalogue import SEVERITIES, Reference, catalogue_error, entries, fix_steps, lifecycle, references, words
 from distdx.knowledge.taxonomy import taxonomy
 from distdx.yamlio import load_yaml
 
@@ -267,7 +267,6 @@ def _parse_rule(source: str, spec: dict, cascade_rules: frozenset[str] = frozens
     fixtures = spec.get("fixtures") or {}
     refs = references(spec.get("references"), code="DX-KB-001", data_file=f"src/distdx/knowledge/rules/{source}",
                       entry=code)
-    fix = spec["fix"]
     if "cascade" in spec:
         raise _fail(source, code, "whether a rule's line is a consequence of a failure elsewhere is said in "
                                   "src/distdx/cascade.yaml (its `rules` list), not in the rule")
@@ -281,7 +280,7 @@ def _parse_rule(source: str, spec: dict, cascade_rules: frozenset[str] = frozens
         root_causes=_weights(source, code, spec, "root_causes", "root_cause"),
         fix_patterns=_weights(source, code, spec, "fix_patterns", "fix_pattern"),
         why=words(spec["why"]),
-        fix=tuple(str(s).strip() for s in (fix if isinstance(fix, list) else [fix])),
+        fix=fix_steps(spec["fix"]),
         status=status,
         since=since,
         severity=severity,

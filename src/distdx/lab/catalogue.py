@@ -13,7 +13,7 @@ from functools import lru_cache
 from importlib import resources
 
 from distdx.errors import DistdxError
-from distdx.knowledge.catalogue import catalogue_error, entries, taxonomy_target, words
+from distdx.knowledge.catalogue import catalogue_error, entries, fix_steps, taxonomy_target, words
 from distdx.knowledge.taxonomy import DIMENSIONS, taxonomy
 
 CATALOGUE_VERSION = 1
@@ -197,7 +197,6 @@ def _parse_scenario(spec: object, programs: set[str]) -> Scenario:
     fault_node = spec.get("fault_node")
     if fault_node is not None and (not isinstance(fault_node, int) or not 0 <= fault_node < nodes):
         raise _fail(name, f"fault_node must be a node of the job (0..{nodes - 1})")
-    fix = spec["fix"]
     config = str(spec.get("config") or "")
     if config and not resources.files("distdx.lab").joinpath("scenarios", "configs", config).is_file():
         raise _fail(name, f"config {config!r} is not a file in distdx/lab/scenarios/configs/")
@@ -210,7 +209,7 @@ def _parse_scenario(spec: object, programs: set[str]) -> Scenario:
         timeout_s=float(timeout),
         expect_log=expect,
         diagnosis=words(spec["diagnosis"]),
-        fix=tuple(str(s).strip() for s in (fix if isinstance(fix, list) else [fix])),
+        fix=fix_steps(spec["fix"]),
         launcher_args=_strings(name, spec.get("launcher_args"), "launcher_args"),
         env={str(k): str(v) for k, v in env.items()},
         setup=setup,

@@ -7,7 +7,7 @@ from functools import lru_cache
 from importlib import resources
 
 from distdx.errors import DistdxError
-from distdx.knowledge.catalogue import SEVERITIES, catalogue_error, entries, lifecycle, references, taxonomy_target, words
+from distdx.knowledge.catalogue import SEVERITIES, catalogue_error, entries, fix_steps, lifecycle, references, taxonomy_target, words
 from distdx.lint.models import LintRule
 
 CODE_RE = re.compile(r"^LINT-(SYN|DS|MEG|CAI|LAUNCH)-\d{3}$")
@@ -43,7 +43,7 @@ def _parse(spec: dict) -> LintRule:
                for key in ("symptom", "root_cause", "fix_pattern")}
     return LintRule(
         code=code, severity=spec["severity"], title=str(spec["title"]), why=words(spec["why"]),
-        fix=words(spec["fix"]), symptom=targets["symptom"], root_cause=targets["root_cause"],
+        fix=" ".join(words(s) for s in fix_steps(spec["fix"])), symptom=targets["symptom"], root_cause=targets["root_cause"],
         fix_pattern=targets["fix_pattern"], applies_to=spec["applies_to"], example=str(spec.get("example", "")),
         references=references(spec.get("references"), code="DX-LINT-100", data_file=DATA_FILE, entry=code),
         fix_kind=spec["fix_kind"], fixed_example=str(spec.get("fixed_example", "")),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -11,8 +12,15 @@ from typing import Mapping
 
 
 from distdx.doctor.models import CheckSpec
-from distdx.errors import DistdxError
-from distdx.knowledge.catalogue import SEVERITIES, catalogue_error, entries, fix_steps, lifecycle, references, taxonomy_target
+from distdx.knowledge.catalogue import (
+    catalogue_error,
+    entries,
+    fix_steps,
+    lifecycle,
+    references,
+    severity_of,
+    taxonomy_target,
+)
 from distdx.yamlio import bundled_yaml
 
 CODE_RE = re.compile(r"^DOC-[A-Z0-9]+-\d{3}$")
@@ -28,18 +36,14 @@ def parse_catalogue(text: str, source: str = "checks.yaml") -> tuple[CheckSpec, 
         if not isinstance(entry, dict):
             raise catalogue_error("DX-DOCTOR-001", data_file, "", f"a check entry is not a mapping: {entry!r}")
         code = str(entry.get("code"))
-
-        def bad(what: str, code: str = code) -> DistdxError:
-            return catalogue_error("DX-DOCTOR-001", data_file, code, what)
-
+        bad = functools.partial(catalogue_error, "DX-DOCTOR-001", data_file, code)
         missing = [k for k in _REQUIRED if not entry.get(k)]
         if missing:
             raise bad(f"missing {', '.join(missing)}")
         if not CODE_RE.match(code) or code in seen:
             raise bad("codes look like DOC-AREA-NNN and are unique")
         seen.add(code)
-        if entry["severity"] not in SEVERITIES:
-            raise bad(f"severity must be one of {SEVERITIES}")
+        severity_of(entry["severity"], code="DX-DOCTOR-001", data_file=data_file, entry=code)
         status, since = lifecycle(entry, code="DX-DOCTOR-001", data_file=data_file, entry=code)
         targets = {key: taxonomy_target(entry[key], key, code="DX-DOCTOR-001", data_file=data_file, entry=code, key=key)
                    for key in ("symptom", "root_cause", "fix_pattern")}

@@ -11,6 +11,7 @@ loaders validate them the same way and report a broken entry with one kind of er
 - :data:`SEVERITIES` and :data:`STATUSES`;
 - :class:`Reference` and :func:`references`;
 - :func:`entries`: the file's entries after the ``version``/list check;
+- :func:`severity_of`: one of :data:`SEVERITIES`;
 - :func:`taxonomy_target`: one taxonomy ID of a given dimension;
 - :func:`fix_steps`: ``fix``, one instruction or a list of steps, as steps;
 - :func:`lifecycle`: ``status`` (stable, preview, deprecated; stable when absent) and ``since`` (the
@@ -30,7 +31,7 @@ from distdx.yamlio import YAMLError, load_yaml
 STATUSES = ("stable", "preview", "deprecated")
 
 __all__ = ["SEVERITIES", "STATUSES", "Reference", "catalogue_error", "entries", "fix_steps", "lifecycle",
-           "references", "taxonomy_target", "words"]
+           "references", "severity_of", "taxonomy_target", "words"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,13 @@ def references(raw: object, *, code: str, data_file: str, entry: str) -> tuple[R
         else:
             raise catalogue_error(code, data_file, entry, f"a reference has no url: {r!r}")
     return tuple(out)
+
+
+def severity_of(value: object, *, code: str, data_file: str, entry: str) -> str:
+    """``value`` as one of :data:`SEVERITIES` (error, warning, info)."""
+    if value not in SEVERITIES:
+        raise catalogue_error(code, data_file, entry, f"severity must be one of {SEVERITIES}")
+    return str(value)
 
 
 def taxonomy_target(value: object, dimension: str, *, code: str, data_file: str, entry: str, key: str) -> str:

@@ -33,7 +33,16 @@ from functools import lru_cache
 from importlib import resources
 
 from distdx.errors import DistdxError
-from distdx.knowledge.catalogue import SEVERITIES, Reference, catalogue_error, entries, fix_steps, lifecycle, references, words
+from distdx.knowledge.catalogue import (
+    Reference,
+    catalogue_error,
+    entries,
+    fix_steps,
+    lifecycle,
+    references,
+    severity_of,
+    words,
+)
 from distdx.knowledge.taxonomy import taxonomy
 from distdx.yamlio import load_yaml
 
@@ -66,25 +75,20 @@ class Pattern:
 
     def search(self, text: str, lowered: str | None = None) -> re.Match[str] | None:
         """``pattern.search(text)``; ``lowered`` is ``text.lower()`` when the caller has it."""
-        literals = self.literal
-        if literals is not None:
-            hay = (lowered if lowered is not None else text.lower()) if self.fold else text
-            for lit in literals:
-                if lit in hay:
-                    break
-            else:
-                return None
-        return self.compiled.search(text)
+        return self.compiled.search(text) if self.could_occur(text, lowered) else None
 
-    def could_occur(self, text: str, lowered: str) -> bool:
+    def could_occur(self, text: str, lowered: str | None = None) -> bool:
         """False only when no match can be in ``text`` (a literal every match contains is absent);
-        ``lowered`` is ``text.lower()``. Checked once over a whole document, it spares the
-        per-line search of patterns that cannot fire anywhere in it."""
+        ``lowered`` is ``text.lower()`` when the caller has it. Checked once over a whole document, it
+        also spares the per-line search of patterns that cannot fire anywhere in it."""
         literals = self.literal
         if literals is None:
             return True
-        hay = lowered if self.fold else text
-        return any(lit in hay for lit in literals)
+        hay = (lowered if lowered is not None else text.lower()) if self.fold else text
+        for lit in literals:
+            if lit in hay:
+                return True
+        return False
 
     def prepare(self) -> None:
         """Work out the required literal (used before the rules are cached)."""
@@ -253,8 +257,7 @@ def _parse_rule(source: str, spec: dict, cascade_rules: frozenset[str] = frozens
             raise _fail(source, code, f"missing {required}")
     status, since = lifecycle(spec, code="DX-KB-001", data_file=f"src/distdx/knowledge/rules/{source}", entry=code)
     severity = spec.get("severity", "error")
-    if severity not in SEVERITIES:
-        raise _fail(source, code, f"severity must be one of {SEVERITIES}")
+    severity_of(severity, code="DX-KB-001", data_file=f"src/distdx/knowledge/rules/{source}", entry=code)
     weight = float(spec.get("weight", 1.0))
     if not 0 < weight <= 1:
         raise _fail(source, code, "weight must be in (0, 1]")

@@ -7,7 +7,16 @@ from functools import lru_cache
 from importlib import resources
 
 from distdx.errors import DistdxError
-from distdx.knowledge.catalogue import SEVERITIES, catalogue_error, entries, fix_steps, lifecycle, references, taxonomy_target, words
+from distdx.knowledge.catalogue import (
+    catalogue_error,
+    entries,
+    fix_steps,
+    lifecycle,
+    references,
+    severity_of,
+    taxonomy_target,
+    words,
+)
 from distdx.lint.models import LintRule
 
 CODE_RE = re.compile(r"^LINT-(SYN|DS|MEG|CAI|LAUNCH)-\d{3}$")
@@ -30,8 +39,7 @@ def _parse(spec: dict) -> LintRule:
         raise _fail(code, f"missing {', '.join(missing)}")
     if not CODE_RE.match(code):
         raise _fail(code, "code must look like LINT-DS-001 (SYN, DS, MEG, CAI or LAUNCH)")
-    if spec["severity"] not in SEVERITIES:
-        raise _fail(code, f"severity must be one of {SEVERITIES}")
+    severity_of(spec["severity"], code="DX-LINT-100", data_file=DATA_FILE, entry=code)
     if spec["applies_to"] not in APPLIES_TO:
         raise _fail(code, f"applies_to must be one of {APPLIES_TO}")
     if spec["fix_kind"] not in FIX_KINDS:

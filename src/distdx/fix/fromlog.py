@@ -166,7 +166,7 @@ def _through_hugging_face(parsed) -> bool | None:  # noqa: ANN001
     """Whether the run gave its DeepSpeed config to the Hugging Face integration (which fills "auto"): True
     when a traceback passes through transformers or accelerate, False when DeepSpeed's own config code
     failed with neither in sight, None when the log does not say."""
-    text = "\n".join(line.text for line in parsed.lines)
+    text = parsed.text
     if re.search(r"[/\\](transformers|accelerate)[/\\]", text):
         return True
     return False if re.search(r"deepspeed[/\\]runtime[/\\]config\.py", text) else None
@@ -195,7 +195,7 @@ def fixes_from_log(logs: list[str], config: str | None = None, script: str | Non
         if any(pattern.search(text) for text in lines):
             repairs.append(Repair("F1", "environment / launch settings", f"{why} ({source})", settings))
     if diagnosis.top("fix_pattern") == "F2":
-        repair = _version_repair("\n".join(line.text for line in parsed.lines))
+        repair = _version_repair(parsed.text)
         if repair is not None:
             repairs.append(repair)
     files = [p for p in (config, script) if p]

@@ -131,3 +131,37 @@ def test_the_constraints_file_is_written_only_where_asked_and_never_over_a_file(
     out.write_text("mine\n")
     again = subprocess.run(cmd, capture_output=True, text=True)
     assert again.returncode == 2 and "DX-PATH-001" in again.stderr and out.read_text() == "mine\n"
+
+
+P2P_LOG = """[rank1]: Traceback (most recent call last):
+[rank1]:   File "train.py", line 12, in <module>
+[rank1]:     dist.all_reduce(t)
+[rank1]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error, NCCL version 2.20.5
+[rank1]: ncclUnhandledCudaError: Call to CUDA function failed.
+[rank1]: Cuda failure 'peer access is not supported between these two devices'
+"""
+LAUNCH = "#!/bin/bash\nset -e\nNCCL_DEBUG=WARN\ntorchrun --nproc-per-node 2 train.py\n"
+
+
+def test_concrete_environment_settings_are_written_into_the_launch_script_only_on_request(tmp_path: Path) -> None:
+    log, script = tmp_path / "run.log", tmp_path / "launch.sh"
+    log.write_text(P2P_LOG)
+    script.write_text(LAUNCH)
+    result = fixes_from_log([str(log)], script=str(script))
+    (in_script,) = [r for r in result.repairs if r.pattern == "F1" and r.file_fix is not None]
+    assert "+export NCCL_P2P_DISABLE=1" in in_script.diff and "--unsafe-fixes" in in_script.command
+    assert [f.kind for f in in_script.file_fix.applied] == ["unsafe"]
+    assert script.read_text() == LAUNCH  # shown, not applied
+
+
+def test_fix_from_log_write_needs_unsafe_fixes_and_keeps_a_backup(tmp_path: Path) -> None:
+    from distdx.cli import main
+
+    log, script = tmp_path / "run.log", tmp_path / "launch.sh"
+    log.write_text(P2P_LOG)
+    script.write_text(LAUNCH)
+    assert main(["fix", "--from-log", str(log), "--script", str(script), "--write"]) == 2
+    assert script.read_text() == LAUNCH and not (tmp_path / "launch.sh.bak").exists()
+    main(["fix", "--from-log", str(log), "--script", str(script), "--write", "--unsafe-fixes"])
+    assert "export NCCL_P2P_DISABLE=1" in script.read_text()
+    assert (tmp_path / "launch.sh.bak").read_text() == LAUNCH

@@ -29,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_context_options(p)
     p.add_argument("--from-log", metavar="LOG", help="repairs from the diagnosis of a failed run's log (F1-F6)")
     p.add_argument("--config", help="with --from-log: the DeepSpeed config the run used")
-    p.add_argument("--script", help="with --from-log: the launch script the run used")
+    p.add_argument("--script", help="with --from-log: the launch script the run used (--write --unsafe-fixes "
+                   "writes its fixes and F1 settings)")
     p.add_argument("--params", help="with --from-log: the model's parameter count (7B), for the F5 memory repair")
     p.add_argument("--model-config", metavar="PATH", help="with --from-log: the model's Hugging Face config.json (F5)")
     p.add_argument("--gpu-memory", metavar="SIZE", help="with --from-log: memory per GPU, e.g. 80GB (default: the "

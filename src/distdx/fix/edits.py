@@ -212,6 +212,35 @@ def remove_flag(text: str, line: int, flag: str, with_value: bool) -> Edit | Non
     return Edit(start, end, "")
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def set_env(text: str, name: str, value: str, why: str = "") -> Edit | None:
+    """Set environment variable ``name`` to ``value`` in a shell script: the value of its last top-level
+    assignment (``NAME=…`` or ``export NAME=…``) is replaced; without one, ``export NAME=value`` goes after the
+    shebang and the comments and ``set`` lines that open the script, with ``why`` as its comment. None when it
+    already has that value, or when ``name`` or ``value`` is not one plain shell word."""
+    if not _ENV_NAME.match(name) or not re.fullmatch(r"[\w.:/@%+,-]+", value):
+        return None
+    last = None
+    for m in re.finditer(rf"^[ \t]*(?:export[ \t]+)?{re.escape(name)}=(\"[^\"\n]*\"|'[^'\n]*'|[^\s;#]*)", text, re.M):
+        last = m
+    if last is not None:
+        if last.group(1).strip("\"'") == value:
+            return None
+        return Edit(last.start(1), last.end(1), value)
+    pos = seen = 0  # after the last non-blank line of the opening (a blank line after it stays where it is)
+    for raw in text.splitlines(keepends=True):
+        stripped = raw.strip()
+        if stripped and not stripped.startswith("#") and not re.match(r"set[ \t]+[-+]", stripped):
+            break
+        seen += len(raw)
+        pos = seen if stripped else pos
+    if pos and not text[:pos].endswith("\n"):  # a script that is only comments, without a final newline
+        return Edit(pos, pos, f"\nexport {name}={value}" + (f"  # {why}" if why else ""))
+    return Edit(pos, pos, f"export {name}={value}" + (f"  # {why}" if why else "") + "\n")
+
+
 # ---------------------------------------------------------------------------------------------- Python
 def _offsets(text: str):  # noqa: ANN202
     starts = [0]

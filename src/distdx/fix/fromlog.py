@@ -4,16 +4,19 @@ The diagnosis says which fix pattern applies; each repair is filled from the evi
 launch settings whose trigger (``fromlog.yaml``) matches a line of the log; F3 the diff ``distdx fix`` makes
 to the config and script given (all fixes, each marked safe or unsafe); F4 the node the first failure came
 from and the ``distdx doctor --hostfile`` run that checks it; F6 a patch template, shown and never applied.
-F5 (out of memory, with the model's shape and a DeepSpeed config) the cheapest change ``distdx estimate``
+With ``--script``, the F1 settings that are one variable with a concrete value are also written into the script
+(an ``export``, or its own assignment changed), on top of the script's F3 fixes. F5 (out of memory, with the
+model's shape and a DeepSpeed config) the cheapest change ``distdx estimate``
 says fits, as a diff of the config. F2 (versions): a compatible set for the packages the log names, from the
 version-set table (``distdx.doctor.versionsets``) with the versions the log quotes as evidence, as a pip
 constraints file and the one command to apply it; what the table cannot answer is said, never guessed.
-Nothing is written unless the caller writes the constraints.
+Nothing is written here: the caller writes a repair's ``file_fix`` (``--write``) or the constraints.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
@@ -36,7 +39,7 @@ class Repair:
     settings: tuple[str, ...] = ()
     diff: str = ""
     command: str = ""
-    applied: bool = False  # always False: a repair from a log is shown, the user applies it
+    applied: bool = False  # always False here: a repair from a log is shown; the CLI writes file_fix on --write
     file_fix: FileFix | None = field(default=None, compare=False)  # F3, F5: the change behind the diff, to write
     constraints: str = ""  # F2: the pip constraints file
 
@@ -59,6 +62,45 @@ class LogRepairs:
 def _settings() -> tuple[tuple[re.Pattern[str], tuple[str, ...], str, str], ...]:
     data = bundled_yaml("distdx.fix", "fromlog.yaml")
     return tuple((re.compile(e["match"]), tuple(e["settings"]), e["why"], e["source"]) for e in data["settings"])
+
+
+_ENV_SETTING = re.compile(r"([A-Z][A-Z0-9_]*)=([^\s<>]+)(?:\s|$)")
+
+
+def _env_settings(settings: tuple[str, ...]) -> list[tuple[str, str]]:
+    """The settings that are one environment variable with a concrete value (``NCCL_P2P_DISABLE=1``), not a
+    placeholder (``MASTER_ADDR=<...>``) or a code change: what can be written into a launch script."""
+    return [(m.group(1), m.group(2)) for m in map(_ENV_SETTING.match, settings) if m]
+
+
+def _script_env_repair(script: str, base: FileFix | None, env: list[tuple[str, str, str]],
+                       log: str) -> Repair | None:
+    """F1 written into the launch script: each concrete setting as an ``export`` (or the script's own
+    assignment given the new value), on top of the F3 fixes of the same script when there are any, so the
+    repair's file fix holds every change to that script."""
+    from distdx.fix.edits import set_env
+    from distdx.fix.engine import apply_edits
+    from distdx.fix.models import Fix
+    from distdx.lint.source import read_text
+
+    if base is None:
+        original = read_text(script)
+        base = FileFix(script, original, original, ())
+    text, applied = base.fixed, []
+    for name, value, why in env:
+        edit = set_env(text, name, value, why)
+        if edit is None:
+            continue
+        applied.append(Fix("F1", script, name, "unsafe", why, (edit,)))
+        text = apply_edits(text, [edit])
+    if not applied:
+        return None
+    shown = FileFix(script, base.fixed, text, tuple(applied))
+    combined = replace(base, fixed=text, applied=base.applied + tuple(applied))
+    names = ", ".join(f.field for f in applied)
+    return Repair("F1", f"environment settings in {script}", f"{names} set in the launch script",
+                  diff=shown.diff(), command=f"distdx fix --from-log {shlex.quote(log)} --script {shlex.quote(script)} --write --unsafe-fixes",
+                  file_fix=combined)
 
 
 def _ds_setup(data: dict, world: int, seq_len: int):  # noqa: ANN202
@@ -191,9 +233,12 @@ def fixes_from_log(logs: list[str], config: str | None = None, script: str | Non
                           hint="pass the log of the failed run (all ranks' output)")
     repairs: list[Repair] = []
     lines = [e.line.text for e in diagnosis.evidence] + ([diagnosis.first_failure.text] if diagnosis.first_failure else [])
+    env: dict[str, tuple[str, str, str]] = {}  # name -> (name, value, why): the first trigger's value wins
     for pattern, settings, why, source in _settings():
         if any(pattern.search(text) for text in lines):
             repairs.append(Repair("F1", "environment / launch settings", f"{why} ({source})", settings))
+            for name, value in _env_settings(settings):
+                env.setdefault(name, (name, value, why))
     if diagnosis.top("fix_pattern") == "F2":
         repair = _version_repair(parsed.text)
         if repair is not None:
@@ -211,6 +256,11 @@ def fixes_from_log(logs: list[str], config: str | None = None, script: str | Non
                 repairs.append(Repair("F3", f"configuration change for {f.file}", kinds, diff=f.diff(),
                                       command=f"distdx fix {f.file} --write" + (" --unsafe-fixes" if any(
                                           x.kind == "unsafe" for x in f.applied) else ""), file_fix=f))
+    if script and env:
+        base = next((r.file_fix for r in repairs if r.file_fix is not None and r.file_fix.file == script), None)
+        repair = _script_env_repair(script, base, list(env.values()), logs[0])
+        if repair is not None:
+            repairs.append(repair)
     memory_failure = diagnosis.top("fix_pattern") == "F5" or diagnosis.top("symptom") == "4.2"
     if memory_failure and config and model is not None:
         from distdx.lint.source import parse_json, read_text

@@ -100,14 +100,18 @@ class EvalReport:
 
 
 def evaluate(cases_path: str | Path, *, leave_one_out: bool = True, strict: bool = False,
-             split: str | None = None, known_issues: Sequence[KnownIssue] | None = None) -> EvalReport:
-    """Score the diagnosis on labelled cases; ``split`` keeps only the cases whose ``split`` field is it.
+             split: str | None = None, known_issues: Sequence[KnownIssue] | None = None,
+             batches: Sequence[str] | None = None) -> EvalReport:
+    """Score the diagnosis on labelled cases; ``split`` keeps only the cases whose ``split`` field is it,
+    ``batches`` only those whose ``batch`` is one of them.
     ``known_issues`` replaces the installed known-issue index (to compare two indexes in one run)."""
     from distdx.logs import parse_text
 
-    cases = [c for c in read_cases(cases_path) if split is None or c.get("split") == split]
+    cases = [c for c in read_cases(cases_path) if (split is None or c.get("split") == split)
+             and (batches is None or c.get("batch") in batches)]
     if not cases:
-        raise DistdxError("DX-EVAL-001", f"{cases_path} has no case" + (f" in split {split!r}" if split else ""),
+        which = "".join((f" in split {split!r}" if split else "", f" in batches {', '.join(batches)}" if batches else ""))
+        raise DistdxError("DX-EVAL-001", f"{cases_path} has no case{which}",
                           hint="check the file, or the --split name (a case's `split` field, e.g. train or test)")
     all_rules = load_rules()
     model = None if known_issues is None else TextModel(

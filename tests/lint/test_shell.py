@@ -116,3 +116,12 @@ def test_a_config_written_by_a_heredoc_is_checked_against_the_scripts_launch() -
     assert not any(f.code == "LINT-DS-010" for f in lint_text(quoted, "launch.sh").findings)
     fine = script.replace('"gradient_accumulation_steps": 3', '"gradient_accumulation_steps": 1')
     assert not any(f.severity == "error" for f in lint_text(fine, "launch.sh").findings)
+
+
+def test_a_quoted_array_expansion_is_one_word_per_element() -> None:
+    script = parse_script('ARGS=(--nnodes 2 --node_rank "0")\nMODEL=(--num-layers "24" \'--seq-length\' 4096)\n'
+                          'torchrun "${ARGS[@]}" pretrain_gpt.py "${MODEL[@]}" "${MODEL[*]}"\n')
+    argv = script.commands[0].argv
+    assert argv[:10] == ("torchrun", "--nnodes", "2", "--node_rank", "0", "pretrain_gpt.py", "--num-layers", "24",
+                         "--seq-length", "4096")
+    assert len(argv) == 11  # "${A[*]}" joins the elements into one word

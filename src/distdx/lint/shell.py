@@ -104,6 +104,15 @@ def expand(text: str, variables: dict[str, str], arrays: dict[str, list[str]]) -
     return text
 
 
+_QUOTED_ARRAY = re.compile(r'(?<![\w\\])"(\$\{[A-Za-z_][A-Za-z0-9_]*\[@\]\})"')
+
+
+def _command_words(text: str, variables: dict[str, str], arrays: dict[str, list[str]]) -> list[str] | None:
+    """The words of a command line after expansion. ``"${A[@]}"`` is one word per element, as bash makes it
+    (each element quoted on its own), not one word of all of them."""
+    return _split(expand(_QUOTED_ARRAY.sub(r"\1", text), variables, arrays))
+
+
 def _open_quote(line: str, quote: str) -> str:
     """The quote still open at the end of ``line`` ('' for none), given the one open at its start."""
     i = 0
@@ -258,10 +267,10 @@ def parse_script(text: str) -> Script:
                 i += 1
             body = _strip_comment_lines(body)
             inner = body[: body.rfind(")")] if ")" in body else body
-            words = _split(expand(inner, script.variables, arrays)) or []
+            words = _command_words(inner, script.variables, arrays) or []
             arrays[m.group(1)] = (arrays.get(m.group(1), []) if m.group(2) else []) + words
             continue
-        words = _split(expand(stripped, script.variables, arrays))
+        words = _command_words(stripped, script.variables, arrays)
         if words is None:  # bash may still accept it ($'...', odd escapes): the caller asks bash
             script.unreadable.append(lineno)
             continue

@@ -673,7 +673,8 @@ def accelerate_fsdp2_option(ctx: FileContext, f: Finding):  # noqa: ANN201
     value = acc.schema()["fsdp2_values"][name].get(str(f.value).upper())
     if not isinstance(value, bool):
         return None
-    key = new_name if member and ctx.text[member.key_start:member.key_end].startswith("fsdp_") else new_name[len("fsdp_"):]
+    written = f.field.rpartition(".")[2]  # keep the file's spelling: with or without the fsdp_ prefix
+    key = new_name if written.startswith("fsdp_") else new_name[len("fsdp_"):]
     return _one(f"`{f.field}` {f.value} -> {key}: {str(value).lower()} (accelerate to-fsdp2's mapping)",
                 ctx.rename(member, key), ctx.replace(member, value), unsafe=not value)
 

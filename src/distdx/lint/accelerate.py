@@ -63,12 +63,6 @@ def _int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _truthy(v: object) -> bool:
-    """How launch.py tests a section value copied onto its arguments: a YAML bool as is, any non-empty string
-    (even "false") as true."""
-    return bool(v)
-
-
 def section_key(section: str, key: str) -> str:
     """The launch argument a section key lands on (launch.py:1269-1275 adds the prefix when it is missing)."""
     prefix = schema()["sections"].get(section, {}).get("prefix", "")
@@ -313,8 +307,9 @@ class _Checker:
                              f"`{key}` under fsdp_version 2: FSDP2 reads `{new}` instead, so it has no effect")
         sync = written_key(self.data, "fsdp_config", "fsdp_sync_module_states")
         ram = written_key(self.data, "fsdp_config", "fsdp_cpu_ram_efficient_loading")
-        # utils/launch.py:306; both default to the string "true" when absent
-        if sync is not None and not _truthy(fsdp[sync]) and (ram is None or _truthy(fsdp[ram])):
+        # utils/launch.py:306 tests the values as Python does: a YAML bool as is, any non-empty string (even "false")
+        # as true; both default to the string "true" when absent
+        if sync is not None and not fsdp[sync] and (ram is None or fsdp[ram]):
             self.hit("LINT-ACC-012", f"fsdp_config.{sync}", fsdp[sync],
                      "fsdp_cpu_ram_efficient_loading is on (it is unless set to false) and fsdp_sync_module_states is "
                      "off: accelerate launch stops (\"set `--fsdp_sync_module_states` to `True`\")")

@@ -120,3 +120,21 @@ def test_the_deepspeed_file_handed_over_gets_the_deepspeed_rules(tmp_path: Path)
 def test_other_configs_are_not_taken_for_accelerate_configs(text: str) -> None:
     name = "c.json" if text.startswith("{") else "c.yaml"
     assert not any(f.code.startswith("LINT-ACC") for f in lint_text(text, name).findings)
+
+
+def _launch_env(config: Path) -> dict:
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+    from accelerate.utils import launch as launchers
+
+    args, _, _ = _validate_launch_command(launch_command_parser().parse_args(["--config_file", str(config), "train.py"]))
+    return launchers.prepare_multi_gpu_env(args)
+
+
+def test_an_old_key_name_renamed_by_a_safe_fix_reaches_accelerate_again(tmp_path: Path) -> None:
+    path = _copy("accelerate/broken/fsdp_backward_prefetch_policy.yaml", tmp_path)
+    path.write_text(path.read_text().replace("INDCTOR", "INDUCTOR"))  # only the renamed key left
+    assert "FSDP_BACKWARD_PREFETCH" not in _launch_env(path)  # accelerate 1.15.0 drops the old name silently
+    (result,) = fix([str(path)], LintOptions(), FixOptions(select=("LINT-ACC-002",))).files
+    assert [(f.code, f.kind) for f in result.applied] == [("LINT-ACC-002", "safe")]
+    path.write_text(result.fixed)
+    assert _launch_env(path)["FSDP_BACKWARD_PREFETCH"] == "BACKWARD_PRE"

@@ -619,14 +619,22 @@ def _acc_member(ctx: FileContext, f: Finding) -> Member | None:
 def accelerate_unknown_key(ctx: FileContext, f: Finding):  # noqa: ANN201
     if (member := _acc_member(ctx, f)) is None:
         return None
+    history = acc.history()
+    section, _, key = f.field.rpartition(".")
+    renamed = history["renamed"].get(f"{section}.{acc.section_key(section, key)}") if section else None
     suggestion = _suggestion(f.message)
-    if suggestion and ctx.member(suggestion) is None:  # the value now takes effect: a behaviour change
-        return _one(f"rename `{f.field}` to `{suggestion}`", ctx.rename(member, suggestion.rpartition(".")[2]),
-                    unsafe=True)
-    if suggestion and f.code == "LINT-ACC-002":
+    if suggestion and ctx.member(suggestion) is None:  # a misspelling's value takes effect: a behaviour change;
+        return _one(f"rename `{f.field}` to `{suggestion}`" + (f" (its name after accelerate {renamed['last']})"
+                                                              if renamed else ""),
+                    ctx.rename(member, suggestion.rpartition(".")[2]), unsafe=renamed is None)  # a rename's does not
+    if suggestion:
         return None  # both spellings are there: which value is meant is for a person to say
-    why = "accelerate refuses it" if f.code == "LINT-ACC-001" else "accelerate launch never reads it"
-    return _one(f"remove `{f.field}`: {why}", ctx.remove(member))
+    if f.field in history["removed"]:
+        return _one(f"remove `{f.field}`: accelerate dropped it after {history['removed'][f.field]['last']}",
+                    ctx.remove(member))
+    if f.code == "LINT-ACC-001":  # perhaps a newer accelerate's key: dropping its value is a choice
+        return _one(f"remove `{f.field}`: accelerate refuses it", ctx.remove(member), unsafe=True)
+    return _one(f"remove `{f.field}`: accelerate launch never reads it", ctx.remove(member))
 
 
 @fixer("LINT-ACC-003")

@@ -38,6 +38,12 @@ def schema() -> dict:
     return bundled_yaml("distdx.lint", "accelerate_schema.yaml")
 
 
+@lru_cache(maxsize=1)
+def history() -> dict:
+    """Keys older releases read (``accelerate_removed.yaml``): ``renamed`` by dotted path, ``removed``."""
+    return bundled_yaml("distdx.lint", "accelerate_removed.yaml")
+
+
 def looks_like_accelerate(data: object) -> bool:
     """A mapping with ``distributed_type`` or ``compute_environment`` at the top, or two keys only accelerate
     configs have (so a config whose ``distributed_type`` is missing or misspelt is still recognised)."""
@@ -136,7 +142,7 @@ def repair_value(data: dict, field: str, value: object) -> object | None:
             mapped = schema()["fsdp2_values"]["fsdp_sharding_strategy"]
             return mapped.get(value.upper()) if isinstance(value, str) else None
         return nearest_choice(schema()["choices"]["fsdp_config.fsdp_sharding_strategy"], value)
-    path = f"{section}.{name}" if section else name
+    path = f"{section}.{name}" if section else schema()["legacy_top_level"].get(name, name)
     return nearest_choice(choice_spec(data, path), value) if path in schema()["choices"] else None
 
 
@@ -176,8 +182,10 @@ class _Checker:
             key = str(key)
             if key in known:
                 continue
+            gone = history()["removed"].get(key)
             close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
-            hint = f"; did you mean `{close[0]}`?" if close else ""
+            hint = (f"; accelerate dropped it after {gone['last']}" if gone else
+                    f"; did you mean `{close[0]}`?" if close else "")
             self.hit("LINT-ACC-001", key, self.data[key],
                      f"`{key}` is not a key of accelerate's {'SageMakerConfig' if self.sagemaker else 'ClusterConfig'}: "
                      f"accelerate refuses the file (\"had unknown keys\"){hint}")
@@ -190,9 +198,12 @@ class _Checker:
                 full = section_key(name, key)
                 if full in names:
                     continue
-                close = difflib.get_close_matches(full, names, n=1, cutoff=0.8)
+                renamed = history()["renamed"].get(f"{name}.{full}")
+                close = [renamed["new"]] if renamed else difflib.get_close_matches(full, names, n=1, cutoff=0.8)
                 suggestion = (close[0] if key.startswith(prefix) or not prefix else close[0][len(prefix):]) if close else ""
                 hint = f"; did you mean `{name}.{suggestion}`?" if close else ""
+                if renamed:
+                    hint = f"; renamed after accelerate {renamed['last']}{hint}"
                 self.hit("LINT-ACC-002", f"{name}.{key}", self.section(name)[key],
                          f"`{name}.{key}` is no `accelerate launch` setting: launch copies it onto its arguments, "
                          f"where nothing reads it, so it has no effect{hint}")
@@ -210,6 +221,9 @@ class _Checker:
             if path == "distributed_type" and value is False:  # config_args.py:168 converts strings only; an unquoted
                 continue  # NO stays false, which launch.py:1228-1246 treats as NO
             self.choice(f"{section}.{key}" if section else key, value, choice_spec(self.data, path))
+        for old, path in self.schema["legacy_top_level"].items():  # config_args.py:115 moves them into place
+            if path in self.schema["choices"] and self.data.get(old) is not None:
+                self.choice(old, self.data[old], choice_spec(self.data, path))
         key = written_key(self.data, "fsdp_config", "fsdp_reshard_after_forward")
         value = self.data["fsdp_config"][key] if key is not None else None
         if value is None:

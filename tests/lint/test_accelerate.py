@@ -49,3 +49,19 @@ def test_nearest_choice_only_when_unambiguous() -> None:
     assert accelerate.nearest_choice(spec, "backward_pre") == "BACKWARD_PRE"
     assert accelerate.nearest_choice(spec, "BACKWARD_PR") is None  # PRE or POST: a person says
     assert accelerate.nearest_choice({"values": ["NO", "MULTI_GPU"]}, False) == "NO"
+
+
+def test_the_deepspeed_file_handed_over_is_linted_once_and_never_ends_the_run(tmp_path: Path) -> None:
+    from distdx.lint import lint
+
+    config = "distributed_type: DEEPSPEED\nnum_processes: 8\ndeepspeed_config:\n  deepspeed_config_file: {}\n"
+    (tmp_path / "ds.json").write_text('{"zero_optimization": {"stage": 4}}')
+    (tmp_path / "a.yaml").write_text(config.format("ds.json"))
+    (tmp_path / "b.yaml").write_text(config.format("ds.json"))
+    report = lint([str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")])
+    codes = [f.code for f in report.findings if f.file.endswith("ds.json")]
+    assert "LINT-DS-007" in codes and len(codes) == len(set(codes)), codes
+    (tmp_path / "bin.json").write_bytes(b"\x00\x01")
+    (tmp_path / "c.yaml").write_text(config.format("bin.json"))
+    report = lint([str(tmp_path / "c.yaml")])
+    assert not report.findings and any("cannot be read" in n for n in report.notes)

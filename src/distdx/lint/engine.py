@@ -218,7 +218,11 @@ class _Run:
         if not os.path.isfile(resolved):
             self.notes.append(f"{src.name}: deepspeed_config_file {path} not found next to it; lint it on its own")
             return []
-        text = read_text(resolved)
+        try:
+            text = read_text(resolved)
+        except DistdxError as e:  # not one of the inputs: its problem is a note, not the end of the run
+            self.notes.append(f"{src.name}: deepspeed_config_file {path} cannot be read ({e.message})")
+            return []
         kind = "yaml" if resolved.lower().endswith((".yaml", ".yml")) else "json"
         ds = parse_json(text) if kind == "json" else parse_yaml(text)
         hits = []
@@ -226,7 +230,8 @@ class _Run:
             field = "deepspeed_config.deepspeed_config_file"
             hits.append(Hit("LINT-ACC-013", field, path, f"{path} has no zero_optimization section: accelerate stops "
                             "(\"Please specify the ZeRO optimization config in the DeepSpeed config\")", *parsed.where(field)))
-        if resolved not in self.input_names:
+        if resolved not in self.input_names:  # linted once, however many accelerate configs name it
+            self.input_names.add(resolved)
             self.handed_over[resolved] = accelerate.num_processes(parsed.data)
             self.config(Source(resolved, text, kind), [])
         return hits

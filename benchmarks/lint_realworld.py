@@ -2,7 +2,8 @@
 
 `benchmarks/lint_realworld.yaml` names 634 DeepSpeed configs, accelerate configs and launch scripts
 (Megatron-LM, Megatron-DeepSpeed, DeepSpeedExamples, LLaMA-Factory, axolotl, ms-swift, accelerate, trl, peft)
-at a pinned commit, each with the error codes it should get: none for a valid file, the codes of the reasons the framework rejects it otherwise.
+at a pinned commit, each with the error codes it should get: none for a valid file, the codes of the reasons
+the framework rejects it otherwise.
 The files themselves are not in this repository: they are read with `git show COMMIT:PATH` from
 local clones (`--mirror DIR`, holding `OWNER+NAME/repo` git directories, or `OWNER/NAME` checkouts).
 

@@ -43,6 +43,7 @@ def corpus() -> None:
     errors = 0
     fixed = {False: 0, True: 0}
     left = {False: 0, True: 0}
+    families: dict[str, list[int]] = {}  # family -> [error findings, fixed safe, fixed with --unsafe-fixes]
     for rel, spec in manifest.items():
         if "/broken/" not in rel:
             continue
@@ -50,16 +51,22 @@ def corpus() -> None:
         options = LintOptions(world_size=spec.get("world_size"), hf=spec.get("hf"))
         before = [f for f in lint([str(CORPUS / rel)], options=options).findings if f.severity == "error"]
         errors += len(before)
+        row = families.setdefault(rel.split("/")[0], [0, 0, 0])
+        row[0] += len(before)
         for unsafe in (False, True):
             (result,) = fix([str(CORPUS / rel)], options, FixOptions(unsafe=unsafe)).files
             applied = {(f.code, f.field) for f in result.applied}
-            fixed[unsafe] += sum((f.code, f.field) in applied for f in before)
+            repaired = sum((f.code, f.field) in applied for f in before)
+            fixed[unsafe] += repaired
+            row[1 + unsafe] += repaired
             left[unsafe] += len(result.remaining)
     print(f"baseline (lint only): {errors} error findings on the broken corpus, 0 repaired")
     for unsafe in (False, True):
         label = "fix --unsafe-fixes" if unsafe else "fix (safe only)   "
         print(f"{label}: {fixed[unsafe]}/{errors} error findings get a fix ({fixed[unsafe] / errors:.0%}); "
               f"{left[unsafe]} error findings left after re-lint")
+    for family, (n, safe, unsafe_too) in families.items():
+        print(f"  {family:<11} {n:>3} error findings: {safe} get a safe fix, {unsafe_too} with --unsafe-fixes")
 
 
 def realworld(mirror: Path) -> None:

@@ -1,8 +1,9 @@
 """`distdx lint` on real-world files: false errors on valid files, errors on the ones the frameworks reject.
 
-`benchmarks/lint_realworld.yaml` names 412 DeepSpeed configs and launch scripts (Megatron-LM,
-Megatron-DeepSpeed, DeepSpeedExamples, LLaMA-Factory) at a pinned commit, each with the error codes
-it should get: none for a valid file, the codes of the reasons the framework rejects it otherwise.
+`benchmarks/lint_realworld.yaml` names 634 DeepSpeed configs, accelerate configs and launch scripts
+(Megatron-LM, Megatron-DeepSpeed, DeepSpeedExamples, LLaMA-Factory, axolotl, ms-swift, accelerate, trl, peft)
+at a pinned commit, each with the error codes it should get: none for a valid file, the codes of the reasons
+the framework rejects it otherwise.
 The files themselves are not in this repository: they are read with `git show COMMIT:PATH` from
 local clones (`--mirror DIR`, holding `OWNER+NAME/repo` git directories, or `OWNER/NAME` checkouts).
 

@@ -19,6 +19,7 @@ from tests.lint.test_rule_cases import CASES, ds
 # where lint's tripping input leaves nothing to fix (a value no one can read), the input a fix must repair
 FIX_INPUTS = {
     "LINT-DS-054": ds(optimizer={"type": "AdamW", "params": {"lr": "3e-4"}}),
+    "LINT-ACC-011": ("distributed_type: 'NO'\ngpu_ids: 0\n", "default_config.yaml"),  # a bare number: quoted
 }
 # where lint's near miss differs from its trip case by the options, not the text: a text to leave alone
 FIX_NEAR_MISSES = {

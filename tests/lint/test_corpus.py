@@ -13,7 +13,7 @@ from distdx.lint import LintOptions, lint
 
 CORPUS = Path(__file__).parent / "corpus"
 MANIFEST = yaml.safe_load((CORPUS / "manifest.yaml").read_text())["files"]
-FAMILIES = ("deepspeed", "megatron", "colossalai", "launch")
+FAMILIES = ("deepspeed", "megatron", "colossalai", "launch", "accelerate")
 
 
 def _lint(rel: str):

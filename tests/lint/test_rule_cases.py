@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -34,6 +35,15 @@ def meg(extra: str, base: str = MEG_BASE) -> tuple[str, str]:
 def cai(call: str) -> tuple[str, str]:
     return f"from colossalai.booster.plugin import HybridParallelPlugin, LowLevelZeroPlugin\nplugin = {call}\n", "train.py"
 
+
+def acc(text: str, name: str = "default_config.yaml") -> tuple[str, str]:
+    return text, name
+
+
+ACC_CORPUS = Path(__file__).parent / "corpus" / "accelerate"
+FSDP = "distributed_type: FSDP\nnum_processes: 8\nfsdp_config:\n"
+DSPEED = "distributed_type: DEEPSPEED\nnum_processes: 8\ndeepspeed_config:\n"
+MULTI_NODE = "distributed_type: MULTI_GPU\nnum_machines: 2\nnum_processes: 16\n"
 
 W8 = {"world_size": 8}
 # code: (tripping input, passing near miss, LintOptions kwargs)
@@ -143,6 +153,28 @@ CASES: dict[str, tuple[tuple[str, str], tuple[str, str], dict]] = {
                         sh("torchrun --nproc_per_node 8 --master_port 1024 train.py"), {}),
     "LINT-LAUNCH-008": (sh("deepspeed --include w9:0 train.py"), sh("deepspeed --include w1:7 train.py"), {"hostfile": True}),
     "LINT-LAUNCH-009": (sh("torchrun --nproc_per_node 0 train.py"), sh("torchrun --nproc_per_node gpu train.py"), {}),
+    "LINT-ACC-001": (acc("distributed_type: MULTI_GPU\nnum_process: 8\n"), acc("distributed_type: MULTI_GPU\nnum_processes: 8\n"), {}),
+    "LINT-ACC-002": (acc(FSDP + "  fsdp_offload_param: true\n"), acc(FSDP + "  offload_params: true\n"), {}),
+    "LINT-ACC-003": (acc("distributed_type: NO\nmixed_precision: no\n"), acc("distributed_type: NO\nmixed_precision: 'no'\n"), {}),
+    "LINT-ACC-004": (acc("num_machines: 1\nnum_processes: 8\n"), acc("distributed_type: MULTI_GPU\nnum_processes: 8\n"), {}),
+    "LINT-ACC-005": (acc(MULTI_NODE + "main_process_ip: 10.0.0.1\nmachine_rank: 2\n"),
+                     acc(MULTI_NODE + "main_process_ip: 10.0.0.1\nmachine_rank: 1\n"), {}),
+    "LINT-ACC-006": (acc("distributed_type: MULTI_GPU\nnum_machines: 2\nnum_processes: 9\nmain_process_ip: 10.0.0.1\n"),
+                     acc("distributed_type: MULTI_GPU\nnum_machines: 3\nnum_processes: 9\nmain_process_ip: 10.0.0.1\n"), {}),
+    "LINT-ACC-007": (acc(MULTI_NODE), acc(MULTI_NODE + "main_process_ip: 10.0.0.1\n"), {}),
+    "LINT-ACC-008": (acc(DSPEED + "  deepspeed_config_file: ds.json\n  zero_stage: 2\n"),
+                     acc(DSPEED + "  deepspeed_config_file: ds.json\n  zero3_init_flag: true\n"), {}),
+    "LINT-ACC-009": (acc(DSPEED + "  zero3_init_flag: true\n"), acc(DSPEED + "  zero3_init_flag: true\n  zero_stage: 3\n"), {}),
+    "LINT-ACC-010": (acc(FSDP + "  fsdp_version: 2\n  fsdp_sharding_strategy: SHARD_GRAD_OP\n"),
+                     acc(FSDP + "  fsdp_version: 1\n  fsdp_sharding_strategy: SHARD_GRAD_OP\n"), {}),
+    "LINT-ACC-011": (acc("distributed_type: MULTI_GPU\ngpu_ids: '0'\nnum_processes: 2\n"),
+                     acc("distributed_type: MULTI_GPU\ngpu_ids: 0,1\nnum_processes: 2\n"), {}),
+    "LINT-ACC-012": (acc(FSDP + "  fsdp_sync_module_states: false\n"),
+                     acc(FSDP + "  fsdp_sync_module_states: false\n  fsdp_cpu_ram_efficient_loading: false\n"), {}),
+    "LINT-ACC-013": (acc((ACC_CORPUS / "broken" / "deepspeed_file_without_zero.yaml").read_text(),
+                         str(ACC_CORPUS / "broken" / "deepspeed_file_without_zero.yaml")),
+                     acc((ACC_CORPUS / "valid" / "handmade_deepspeed_file.yaml").read_text(),
+                         str(ACC_CORPUS / "valid" / "handmade_deepspeed_file.yaml")), {}),
 }
 
 

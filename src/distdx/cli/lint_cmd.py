@@ -10,9 +10,9 @@ from distdx.errors import EXIT_FINDINGS, EXIT_OK, DistdxError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("lint", help="check DeepSpeed/Megatron/Colossal-AI configs and launch commands before launch",
-                       description="Check DeepSpeed JSON, Megatron-LM arguments, Colossal-AI plugin settings and "
-                       "launch commands (deepspeed, torchrun, colossalai run, srun) before any GPU hour is spent. "
+    p = sub.add_parser("lint", help="check DeepSpeed/accelerate/Megatron/Colossal-AI configs and launch commands before launch",
+                       description="Check DeepSpeed JSON, accelerate config files, Megatron-LM arguments, Colossal-AI plugin "
+                       "settings and launch commands (deepspeed, torchrun, colossalai run, srun) before any GPU hour is spent. "
                        "Exit 1 when an error is found.")
     p.add_argument("files", nargs="*", metavar="FILE", help="config files (.json/.yaml), launch scripts, Python scripts")
     p.add_argument("--command", "-c", help='a launch command to check, e.g. "torchrun --nproc_per_node 8 train.py ..."')

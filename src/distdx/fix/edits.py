@@ -2,7 +2,9 @@
 
 JSON (and the hjson DeepSpeed reads): members are found by :func:`distdx.lint.source.json_text_layout`, so an
 edit replaces a value, renames a key, removes a member with its comma, or adds one in the style of its
-neighbours. Shell: a flag's value is replaced where it is written (or, for ``--flag $VAR``, in the
+neighbours. YAML (accelerate configs): the same members, found by :func:`distdx.lint.source.yaml_text_layout`;
+a key or a scalar is replaced where it is written (plain when YAML reads it back as the same value, else
+quoted) and a member of a block mapping goes with its lines, its comment included. Shell: a flag's value is replaced where it is written (or, for ``--flag $VAR``, in the
 ``VAR=...`` assignment above the command), and a flag is removed with its own words only. Python: keyword
 arguments of a call, found with :mod:`ast`.
 """
@@ -12,6 +14,8 @@ from __future__ import annotations
 import ast
 import json
 import re
+
+import yaml
 
 from distdx.fix.models import Edit
 from distdx.lint.source import JsonLayout, Member
@@ -78,6 +82,54 @@ def insert_member(text: str, layout: JsonLayout, parent: str, key: str, value: o
     if last.comma >= 0:  # a trailing comma (hjson): keep the style, one after the new member too
         return Edit(last.comma + 1, last.comma + 1, f"{sep}{new},")
     return Edit(last.value_end, last.value_end, f",{sep}{new}")
+
+
+# ---------------------------------------------------------------------------------------------- YAML
+def yaml_scalar(value: object) -> str:
+    """``value`` as a YAML scalar: plain when YAML reads the plain text back as the same value, else quoted."""
+    if isinstance(value, str):
+        if value and value.strip() == value and "\n" not in value and not value.startswith(("'", '"')) \
+                and ": " not in value and " #" not in value and yaml.safe_load(value) == value:
+            return value
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    return json.dumps(value)
+
+
+def yaml_replace_value(member: Member, value: object) -> Edit:
+    """Replace a scalar value (a mapping or list under the key is not a scalar: the caller does not pass one)."""
+    return Edit(member.value_start, member.value_end, yaml_scalar(value))
+
+
+def yaml_rename_key(member: Member, key: str) -> Edit:
+    return Edit(member.key_start, member.key_end, yaml_scalar(key))
+
+
+def yaml_remove_member(text: str, layout: JsonLayout, member: Member) -> Edit:
+    """Remove ``key: value``: in a block mapping its lines (through the end of the value's last line, so a comment
+    after the value goes too); in a flow mapping the member with its comma."""
+    if member.parent in layout.block:
+        start = _line_start(text, member.key_start)
+        if text[start:member.key_start].strip():  # "- key: value" opens a list item: keep the item's dash
+            start = member.key_start
+        end = member.value_end
+        if end > 0 and text[end - 1] != "\n":
+            stop = text.find("\n", end)
+            end = len(text) if stop < 0 else stop + 1
+        return Edit(start, end, "")
+    siblings = layout.children(member.parent)
+    index = next(i for i, m in enumerate(siblings) if m.key_start == member.key_start)
+    if member.comma >= 0:
+        end = member.comma + 1
+        while end < len(text) and text[end] in " \t":
+            end += 1
+        return Edit(member.key_start, end, "")
+    if index > 0:
+        return Edit(siblings[index - 1].comma, member.value_end, "")
+    return Edit(member.key_start, member.value_end, "")
 
 
 # ---------------------------------------------------------------------------------------------- shell

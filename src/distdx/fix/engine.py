@@ -194,7 +194,8 @@ def fix_example(code: str) -> str | None:
     if text.startswith("--"):
         prefix = "python pretrain_gpt.py "
         text = prefix + text
-    name = "ds_config.json" if text.lstrip().startswith(("{", "[")) else "train.py" if "Plugin(" in text else "launch.sh"
+    name = ("default_config.yaml" if rule.applies_to == "accelerate" else "ds_config.json"
+            if text.lstrip().startswith(("{", "[")) else "train.py" if "Plugin(" in text else "launch.sh")
     result = fix_sources([Source(name, text, _kind_of(name, text))], LintOptions(world_size=8, hf=False),
                          FixOptions(select=(code,), unsafe=True)).files[0]
     if not result.applied:

@@ -19,9 +19,10 @@ from distdx.fix import edits
 from distdx.fix.models import Edit, Fix
 from distdx.lint import Finding
 from distdx.lint import deepspeed as ds
+from distdx.lint import accelerate as acc
 from distdx.lint import launch, megatron
 from distdx.lint.shell import parse_script
-from distdx.lint.source import JsonLayout, Member, json_text_layout, parse_json
+from distdx.lint.source import JsonLayout, Member, json_text_layout, parse_json, parse_yaml, yaml_text_layout
 
 
 @dataclass
@@ -36,11 +37,22 @@ class FileContext:
 
     @cached_property
     def data(self) -> object:
-        return parse_json(self.text).data if self.kind == "json" else None
+        return parse_json(self.text).data if self.kind == "json" else parse_yaml(self.text).data \
+            if self.kind == "yaml" else None
 
     @cached_property
     def layout(self) -> JsonLayout:
-        return json_text_layout(self.text)
+        return yaml_text_layout(self.text) if self.kind == "yaml" else json_text_layout(self.text)
+
+    # edits of a member in the file's own syntax (JSON or YAML)
+    def rename(self, member: Member, key: str) -> Edit:
+        return edits.yaml_rename_key(member, key) if self.kind == "yaml" else edits.rename_key(member, key)
+
+    def replace(self, member: Member, value: object) -> Edit:
+        return edits.yaml_replace_value(member, value) if self.kind == "yaml" else edits.replace_value(member, value)
+
+    def remove(self, member: Member) -> Edit:
+        return (edits.yaml_remove_member if self.kind == "yaml" else edits.remove_member)(self.text, self.layout, member)
 
     def member(self, path: str) -> Member | None:
         return self.layout.member(path)
@@ -594,3 +606,97 @@ def plugin_sp_size(ctx: FileContext, f: Finding):  # noqa: ANN201
 def plugin_unknown_kwarg(ctx: FileContext, f: Finding):  # noqa: ANN201
     return _plugin_edit(ctx, f, lambda call, arg: _one(
         f"drop {arg}=: the plugin's constructor does not take it", edits.remove_kwarg(ctx.text, call, arg)))
+
+
+# ------------------------------------------------------------------------------------------------ accelerate
+def _acc_member(ctx: FileContext, f: Finding) -> Member | None:
+    if ctx.kind not in ("json", "yaml") or not acc.looks_like_accelerate(ctx.data):
+        return None
+    return ctx.member(f.field)
+
+
+@fixer("LINT-ACC-001", "LINT-ACC-002")
+def accelerate_unknown_key(ctx: FileContext, f: Finding):  # noqa: ANN201
+    if (member := _acc_member(ctx, f)) is None:
+        return None
+    history = acc.history()
+    section, _, key = f.field.rpartition(".")
+    renamed = history["renamed"].get(f"{section}.{acc.section_key(section, key)}") if section else None
+    suggestion = _suggestion(f.message)
+    if suggestion and ctx.member(suggestion) is None:  # a misspelling's value takes effect: a behaviour change;
+        return _one(f"rename `{f.field}` to `{suggestion}`" + (f" (its name after accelerate {renamed['last']})"
+                                                              if renamed else ""),
+                    ctx.rename(member, suggestion.rpartition(".")[2]), unsafe=renamed is None)  # a rename's does not
+    if suggestion:
+        return None  # both spellings are there: which value is meant is for a person to say
+    if f.field in history["removed"]:
+        return _one(f"remove `{f.field}`: accelerate dropped it after {history['removed'][f.field]['last']}",
+                    ctx.remove(member))
+    if f.code == "LINT-ACC-001":  # perhaps a newer accelerate's key: dropping its value is a choice
+        return _one(f"remove `{f.field}`: accelerate refuses it", ctx.remove(member), unsafe=True)
+    return _one(f"remove `{f.field}`: accelerate launch never reads it", ctx.remove(member))
+
+
+@fixer("LINT-ACC-003")
+def accelerate_value(ctx: FileContext, f: Finding):  # noqa: ANN201
+    if (member := _acc_member(ctx, f)) is None or not isinstance(ctx.data, dict):
+        return None
+    new = acc.repair_value(ctx.data, f.field, f.value)
+    if new is None:
+        return None
+    return _one(f"`{f.field}` {f.value!r} -> {new!r}, the value accelerate accepts", ctx.replace(member, new))
+
+
+@fixer("LINT-ACC-006")
+def accelerate_total_processes(ctx: FileContext, f: Finding):  # noqa: ANN201
+    data = ctx.data if isinstance(ctx.data, dict) else {}
+    procs, machines = data.get("num_processes"), data.get("num_machines")
+    if (member := _acc_member(ctx, f)) is None or not (acc._int(procs) and acc._int(machines) and machines > 0):
+        return None
+    per = procs // machines
+    if per == 0:
+        return _one(f"num_processes {procs} -> {machines}: one process on each of the {machines} machines",
+                    ctx.replace(member, machines), unsafe=True)
+    return _one(f"num_processes {procs} -> {per * machines}, the {per} per machine x {machines} machines accelerate "
+                "starts", ctx.replace(member, per * machines))
+
+
+@fixer("LINT-ACC-008", "LINT-ACC-009")
+def accelerate_drop_ignored(ctx: FileContext, f: Finding):  # noqa: ANN201
+    if (member := _acc_member(ctx, f)) is None:
+        return None
+    why = ("the DeepSpeed file decides it" if f.code == "LINT-ACC-008"
+           else "accelerate turns it off below ZeRO stage 3")
+    return _one(f"remove `{f.field}`: {why}", ctx.remove(member))
+
+
+@fixer("LINT-ACC-010")
+def accelerate_fsdp2_option(ctx: FileContext, f: Finding):  # noqa: ANN201
+    if (member := _acc_member(ctx, f)) is None or not isinstance(ctx.data, dict):
+        return None
+    name = acc.section_key("fsdp_config", f.field.rpartition(".")[2])
+    new_name = acc.schema()["fsdp2_renamed"].get(name)
+    if new_name is None or acc.written_key(ctx.data, "fsdp_config", new_name) is not None:
+        return _one(f"remove `{f.field}`: FSDP2 does not read it", ctx.remove(member))
+    value = acc.schema()["fsdp2_values"][name].get(str(f.value).upper())
+    if not isinstance(value, bool):
+        return None
+    written = f.field.rpartition(".")[2]  # keep the file's spelling: with or without the fsdp_ prefix
+    key = new_name if written.startswith("fsdp_") else new_name[len("fsdp_"):]
+    return _one(f"`{f.field}` {f.value} -> {key}: {str(value).lower()} (accelerate to-fsdp2's mapping)",
+                ctx.rename(member, key), ctx.replace(member, value), unsafe=not value)
+
+
+@fixer("LINT-ACC-011")
+def accelerate_gpu_ids_string(ctx: FileContext, f: Finding):  # noqa: ANN201
+    if (member := _acc_member(ctx, f)) is None or isinstance(f.value, str) or f.value is None:
+        return None
+    return _one(f"gpu_ids {f.value} -> '{f.value}': accelerate launch reads it as a string",
+                ctx.replace(member, str(f.value)))
+
+
+@fixer("LINT-ACC-012")
+def accelerate_sync_module_states(ctx: FileContext, f: Finding):  # noqa: ANN201
+    if (member := _acc_member(ctx, f)) is None:
+        return None
+    return _one("fsdp_sync_module_states -> true: CPU-RAM-efficient loading needs it", ctx.replace(member, True))

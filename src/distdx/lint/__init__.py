@@ -3,7 +3,8 @@
 Contract
 --------
 - Input: DeepSpeed JSON configs (also with hjson comments), YAML configs (DeepSpeed-style or Megatron
-  ``--yaml-cfg`` style), shell launch scripts or a single command (deepspeed, torchrun /
+  ``--yaml-cfg`` style), accelerate config files (YAML or JSON, :mod:`~distdx.lint.accelerate`; the DeepSpeed
+  file one names is linted too, as accelerate hands it over), shell launch scripts or a single command (deepspeed, torchrun /
   ``python -m torch.distributed.run``, ``colossalai run``, srun, mpirun, with Megatron-LM arguments), and
   Python scripts that build a Colossal-AI booster plugin. Nothing is executed: scripts are read with a small
   bash expander (:mod:`distdx.lint.shell`) and Python with :mod:`ast`.
@@ -15,9 +16,10 @@ Contract
   the taxonomy symptom / root cause / fix pattern it prevents, and line/column when known.
 - Knowledge is data: ``rules.yaml`` (``version: 1``) holds every rule's text and taxonomy nodes;
   ``deepspeed_schema.yaml`` holds DeepSpeed's key schema, derived from the installed DeepSpeed by
-  ``tests/lint/gen_deepspeed_schema.py``. Python only computes: one module per family of checks
+  ``tests/lint/gen_deepspeed_schema.py``; ``accelerate_schema.yaml`` what accelerate accepts, derived from the
+  installed accelerate by ``tests/lint/gen_accelerate_schema.py``. Python only computes: one module per family of checks
   (:mod:`~distdx.lint.deepspeed`, :mod:`~distdx.lint.megatron`, :mod:`~distdx.lint.colossalai`,
-  :mod:`~distdx.lint.launch`) emits ``Hit`` records keyed by code.
+  :mod:`~distdx.lint.launch`, :mod:`~distdx.lint.accelerate`) emits ``Hit`` records keyed by code.
 - "auto" values are errors unless ``LintOptions.hf`` (``--hf``) says the config goes through the Hugging Face
   Trainer/Accelerate, which fill them in. lint does not guess this from the file.
 - Unusable input (missing, binary, non-UTF-8, huge file, bad hostfile, bad options) raises

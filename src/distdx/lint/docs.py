@@ -10,14 +10,16 @@ from distdx.knowledge.taxonomy import taxonomy
 from distdx.lint.models import LintRule
 
 _FAMILIES = (("LINT-SYN", "Syntax"), ("LINT-DS", "DeepSpeed JSON"), ("LINT-MEG", "Megatron-LM arguments"),
-             ("LINT-CAI", "Colossal-AI plugins"), ("LINT-LAUNCH", "Launch commands"))
+             ("LINT-CAI", "Colossal-AI plugins"), ("LINT-LAUNCH", "Launch commands"),
+             ("LINT-ACC", "accelerate config files"))
 
 _INTRO = """# distdx lint rules
 
 <!-- Generated from src/distdx/lint/rules.yaml by `distdx lint --list-rules --format markdown`; do not edit. -->
 
 `distdx lint FILE... [--command "..."] [--world-size N | --hostfile FILE] [--hf] [--format text|json|markdown]`
-checks DeepSpeed JSON configs, Megatron-LM arguments in launch scripts, Colossal-AI plugin settings in Python
+checks DeepSpeed JSON configs, accelerate config files (`default_config.yaml`, the YAML or JSON given to
+`accelerate launch --config_file`), Megatron-LM arguments in launch scripts, Colossal-AI plugin settings in Python
 scripts and launch commands (deepspeed, torchrun, colossalai run, srun) before launch. It exits 1 when it finds
 an error. Every finding names its code, severity, file, field and value, what is wrong, why, how to fix it, and
 the taxonomy symptom / root cause / fix pattern it prevents.
@@ -34,6 +36,12 @@ the file, because the same file handed to `deepspeed.initialize()` fails.
 DeepSpeed by `tests/lint/gen_deepspeed_schema.py` into `src/distdx/lint/deepspeed_schema.yaml`; a test fails
 when it no longer matches. Sections DeepSpeed validates with pydantic (`extra="forbid"`) reject unknown keys
 (LINT-DS-001); elsewhere DeepSpeed ignores them silently (LINT-DS-002 with a close match, else LINT-DS-003).
+
+**accelerate configs** are recognised by `distributed_type` or `compute_environment` (or two other keys only they
+have) and checked against accelerate 1.15.0: its keys, the launch arguments each section lands on and the values
+its enums take are generated from the installed accelerate by `tests/lint/gen_accelerate_schema.py` into
+`src/distdx/lint/accelerate_schema.yaml`. A `deepspeed_config_file` the config names is linted with the DeepSpeed
+rules, its "auto" values filled by accelerate and its world size the config's `num_processes`.
 """
 
 

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from distdx.errors import DistdxError
-from distdx.lint import colossalai, deepspeed, launch, megatron
+from distdx.lint import accelerate, colossalai, deepspeed, launch, megatron
 from distdx.lint.models import Finding, Hit, LintReport
 from distdx.lint.rules import lint_rules
 from distdx.lint.shell import bash_syntax_error, parse_script
 from distdx.lint.source import Parsed, expand_inputs, parse_json, parse_yaml, read_text
 
-KINDS = ("deepspeed", "megatron", "colossalai", "launch")
+KINDS = ("deepspeed", "megatron", "colossalai", "launch", "accelerate")
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,10 @@ class _Run:
         self.hosts: dict[str, int] | None = None
         self.heredocs: list[tuple[Source, Source, int]] = []  # (config written by a script, the script, line)
         self.hostfile_name = ""
+        # DeepSpeed configs an accelerate config hands over (deepspeed_config_file), by resolved path: the
+        # accelerate config's num_processes (None when it has none). Accelerate fills their "auto" values.
+        self.handed_over: dict[str, int | None] = {}
+        self.input_names: set[str] = set()
         if options.world_size is not None and options.world_size < 1:
             raise DistdxError("DX-LINT-005", f"--world-size must be at least 1 (got {options.world_size})",
                               hint="pass the total number of GPU processes, e.g. --world-size 16")
@@ -177,6 +181,8 @@ class _Run:
         hits = list(parsed.hits)
         if parsed.data is None and parsed.hits:
             return hits
+        if accelerate.looks_like_accelerate(parsed.data):
+            return hits + accelerate.check_accelerate(parsed) + self.handed_over_config(src, parsed)
         if src.kind == "yaml" and isinstance(parsed.data, dict) and megatron.looks_like_megatron(
                 None, {str(k): "" for k in parsed.data}) and not any(
                 k in parsed.data for k in (*deepspeed.BATCH_KEYS, "zero_optimization")):
@@ -185,8 +191,49 @@ class _Run:
             if not deepspeed.looks_like_deepspeed(parsed.data) and isinstance(parsed.data, dict):
                 self.notes.append(f"{src.name}: no DeepSpeed key at the top level; checked as a DeepSpeed config anyway")
             world, _ = self.config_world_size(src.name, launches)
-            return hits + deepspeed.check_deepspeed(parsed, world, self.options.hf)
+            hf = self.options.hf
+            if _resolved(src.name) in self.handed_over:
+                world = world if self.options.world_size is not None else self.handed_over[_resolved(src.name)] or world
+                hf = True if hf is None else hf
+            return hits + deepspeed.check_deepspeed(parsed, world, hf)
         self.notes.append(f"{src.name}: neither a DeepSpeed config nor Megatron arguments; only its syntax was checked")
+        return hits
+
+    def note_handed_over(self, src: Source) -> None:
+        """Remember the DeepSpeed config an accelerate config among the inputs hands over."""
+        if src.kind not in ("json", "yaml") or "deepspeed_config_file" not in src.text:
+            return
+        parsed = parse_json(src.text) if src.kind == "json" else parse_yaml(src.text)
+        path = accelerate.deepspeed_config_file(parsed.data)
+        if path is not None and accelerate.looks_like_accelerate(parsed.data):
+            self.handed_over[_resolved(path, src.name)] = accelerate.num_processes(parsed.data)
+
+    def handed_over_config(self, src: Source, parsed: Parsed) -> list[Hit]:
+        """Accelerate's own check of the DeepSpeed file it hands over (it must have zero_optimization); the file is
+        linted with the DeepSpeed rules when it is among the inputs, or found next to the accelerate config."""
+        path = accelerate.deepspeed_config_file(parsed.data)
+        if path is None or parsed.data.get("distributed_type") != "DEEPSPEED":  # type: ignore[union-attr]
+            return []
+        resolved = _resolved(path, src.name)
+        if not os.path.isfile(resolved):
+            self.notes.append(f"{src.name}: deepspeed_config_file {path} not found next to it; lint it on its own")
+            return []
+        try:
+            text = read_text(resolved)
+        except DistdxError as e:  # not one of the inputs: its problem is a note, not the end of the run
+            self.notes.append(f"{src.name}: deepspeed_config_file {path} cannot be read ({e.message})")
+            return []
+        kind = "yaml" if resolved.lower().endswith((".yaml", ".yml")) else "json"
+        ds = parse_json(text) if kind == "json" else parse_yaml(text)
+        hits = []
+        if isinstance(ds.data, dict) and "zero_optimization" not in ds.data:  # dataclasses.py:1276
+            field = "deepspeed_config.deepspeed_config_file"
+            hits.append(Hit("LINT-ACC-013", field, path, f"{path} has no zero_optimization section: accelerate stops "
+                            "(\"Please specify the ZeRO optimization config in the DeepSpeed config\")", *parsed.where(field)))
+        if resolved not in self.input_names:  # linted once, however many accelerate configs name it
+            self.input_names.add(resolved)
+            self.handed_over[resolved] = accelerate.num_processes(parsed.data)
+            self.config(Source(resolved, text, kind), [])
         return hits
 
     def megatron_yaml(self, src: Source, parsed: Parsed, launches: list[_Launch]) -> list[Hit]:
@@ -216,6 +263,13 @@ class _Run:
             self.add(src.name, colossalai.check_plugin(call, world))
 
 
+def _resolved(path: str, relative_to: str = "") -> str:
+    """``path`` as an absolute path: a relative one is taken from the folder of ``relative_to`` (the accelerate
+    config that names it), as a config and the DeepSpeed file it names are usually kept side by side."""
+    base = os.path.dirname(os.path.abspath(relative_to)) if relative_to else os.getcwd()
+    return os.path.normpath(os.path.join(base, os.path.expanduser(path)))
+
+
 def _python_script(argv: tuple[str, ...]) -> tuple[tuple[str, ...], str | None]:
     """For `python script.py args...`: (args, script)."""
     if argv and os.path.basename(argv[0]).startswith("python"):
@@ -239,6 +293,9 @@ def _jsonable(value: object) -> object:
 
 def lint_sources(sources: list[Source], options: LintOptions = LintOptions()) -> LintReport:
     run = _Run(options)
+    run.input_names = {_resolved(s.name) for s in sources if s.kind in ("json", "yaml")}
+    for src in sources:
+        run.note_handed_over(src)
     launches: list[_Launch] = []
     for src in sources:
         if src.kind == "shell":
@@ -254,6 +311,7 @@ def lint_sources(sources: list[Source], options: LintOptions = LintOptions()) ->
     world, origin = run.config_world_size("", launches) if options.world_size is None else (options.world_size, "--world-size")
     order = {"error": 0, "warning": 1, "info": 2}
     names = [s.name for s in sources]
+    names += sorted({f.file for f in run.findings} - set(names))  # DeepSpeed files accelerate configs hand over
     deprecated = {code for code, rule in run.rules.items() if rule.status == "deprecated"}  # kept, never reported
     findings = sorted((f for f in run.findings if f.code not in deprecated), key=lambda f: (names.index(f.file), f.line or 0, f.column or 0, order[f.severity], f.code))
     return LintReport(files=tuple(names), findings=tuple(findings), world_size=world, world_size_source=origin,

@@ -21,7 +21,7 @@ class LintRule:
     symptom: str
     root_cause: str
     fix_pattern: str
-    applies_to: str  # deepspeed | megatron | colossalai | launch | any
+    applies_to: str  # deepspeed | megatron | colossalai | launch | accelerate | any
     example: str = ""
     references: tuple[Reference, ...] = ()
     fix_kind: str = "none"  # what `distdx fix` does: safe | unsafe | none (see rules.yaml's header)

@@ -19,8 +19,8 @@ from distdx.knowledge.catalogue import (
 )
 from distdx.lint.models import LintRule
 
-CODE_RE = re.compile(r"^LINT-(SYN|DS|MEG|CAI|LAUNCH)-\d{3}$")
-APPLIES_TO = ("any", "deepspeed", "megatron", "colossalai", "launch")
+CODE_RE = re.compile(r"^LINT-(SYN|DS|MEG|CAI|LAUNCH|ACC)-\d{3}$")
+APPLIES_TO = ("any", "deepspeed", "megatron", "colossalai", "launch", "accelerate")
 FIX_KINDS = ("safe", "unsafe", "none")
 _REQUIRED = ("code", "severity", "title", "why", "fix", "symptom", "root_cause", "fix_pattern", "applies_to", "fix_kind")
 
@@ -38,7 +38,7 @@ def _parse(spec: dict) -> LintRule:
     if missing:
         raise _fail(code, f"missing {', '.join(missing)}")
     if not CODE_RE.match(code):
-        raise _fail(code, "code must look like LINT-DS-001 (SYN, DS, MEG, CAI or LAUNCH)")
+        raise _fail(code, "code must look like LINT-DS-001 (SYN, DS, MEG, CAI, LAUNCH or ACC)")
     severity_of(spec["severity"], code="DX-LINT-100", data_file=DATA_FILE, entry=code)
     if spec["applies_to"] not in APPLIES_TO:
         raise _fail(code, f"applies_to must be one of {APPLIES_TO}")

@@ -175,8 +175,9 @@ def _blank_lenient(text: str) -> tuple[str, list[tuple[int, str]]]:
 
 @dataclass(frozen=True)
 class Member:
-    """One ``"key": value`` of a JSON object, as character offsets into the text: the key (with its quotes),
-    the value, and the comma after the value (-1 when the member is the last one)."""
+    """One ``"key": value`` of a JSON object (or ``key: value`` of a YAML mapping), as character offsets into
+    the text: the key (with its quotes), the value, and the comma after the value (-1 when the member is the
+    last one, and in a YAML block mapping, which has none)."""
 
     path: str
     parent: str
@@ -189,10 +190,12 @@ class Member:
 
 @dataclass(frozen=True)
 class JsonLayout:
-    """Where every member and object of a parsed JSON text sits: what an edit needs to keep the rest intact."""
+    """Where every member and object of a parsed JSON (or YAML) text sits: what an edit needs to keep the rest
+    intact. ``block`` holds the paths of YAML block mappings (one member per line, no commas)."""
 
     members: tuple[Member, ...]
     objects: dict[str, tuple[int, int]]  # path -> offsets of "{" and "}" (first occurrence)
+    block: frozenset[str] = frozenset()
 
     def member(self, path: str) -> Member | None:
         return next((m for m in self.members if m.path == path), None)
@@ -469,3 +472,37 @@ def json_text_layout(text: str) -> JsonLayout:
     """:func:`json_layout` of a config as written: comments and trailing commas (hjson) are blanked first,
     every other character stays where it is, so the offsets are offsets into ``text``."""
     return json_layout(_blank_lenient(text)[0])
+
+
+def yaml_text_layout(text: str) -> JsonLayout:
+    """The layout of a YAML text's mappings, from the composed nodes' marks (character offsets): block
+    mappings (``key: value`` per line) and flow mappings (``{a: 1, b: 2}``, with their commas). An empty
+    layout when the text does not parse."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return JsonLayout((), {})
+    members: list[Member] = []
+    objects: dict[str, tuple[int, int]] = {}
+    block: set[str] = set()
+    stack: list[tuple[yaml.Node, str]] = [(root, "")] if root is not None else []
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            objects.setdefault(path, (node.start_mark.index, node.end_mark.index))
+            if not node.flow_style:
+                block.add(path)
+            for key_node, value_node in node.value:
+                sub = f"{path}.{key_node.value}" if path else str(key_node.value)
+                end = value_node.end_mark.index
+                comma = -1
+                if node.flow_style:
+                    after = _skip_blank(text, end)
+                    comma = after if after < len(text) and text[after] == "," else -1
+                members.append(Member(sub, path, key_node.start_mark.index, key_node.end_mark.index,
+                                      value_node.start_mark.index, end, comma))
+                stack.append((value_node, sub))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, f"{path}.{i}" if path else str(i)) for i, item in enumerate(node.value))
+    members.sort(key=lambda m: m.key_start)
+    return JsonLayout(tuple(members), objects, frozenset(block))

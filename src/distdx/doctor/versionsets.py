@@ -629,13 +629,14 @@ def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None 
             unknown.append(Unknown(pkg, conflict))
             continue
         pins.append(Pin(pkg, tuple(clauses[pkg]), spec, chosen))
-    constraints = _constraints_text(pins, {k: v for k, v in kept.items() if k in tab.packages}, changes)
+    constraints = _constraints_text(pins, {k: v for k, v in kept.items() if k in tab.packages},
+                                    {} if apply_changes else changes)
     pip_targets = [p.package for p in pins if p.package not in PLATFORM]
     command = f"pip install -c {CONSTRAINTS_FILE} " + " ".join(pip_targets) if pip_targets else ""
     return VersionSet(tuple(pins), tuple(unknown), kept, tuple(conflicts), constraints, command, changes)
 
 
-def _constraints_text(pins: list[Pin], kept: Mapping[str, str], changes: Mapping[str, tuple[Clause, ...]]) -> str:
+def _constraints_text(pins: list[Pin], kept: Mapping[str, str], unapplied: Mapping[str, tuple[Clause, ...]]) -> str:
     lines = ["# pip constraints written by distdx from its compatibility table (doctor/compat*.yaml)"]
     for p in pins:
         why = [f"#   {c.code}: {c.reason} [{c.source}]" + (" (evidence, not a requirement)" if c.kind == "changes"
@@ -651,7 +652,7 @@ def _constraints_text(pins: list[Pin], kept: Mapping[str, str], changes: Mapping
             except InvalidVersion:
                 continue
             lines.append(f"{name}=={Version(version).public}  # installed, kept")
-    for name, found in sorted(changes.items()):
+    for name, found in sorted(unapplied.items()):
         lines += [f"# evidence, not a requirement (not applied): {name}{' | '.join(c.alternatives)}: {c.reason} "
                   f"[{c.source}]" for c in found]
     return "\n".join(lines) + "\n"

@@ -125,3 +125,22 @@ def test_every_kept_message_is_specific():
     for h in api_history():
         assert all(mirrors.specific(m.parts) for m in h.messages), h.package
         assert all(m.releases and m.releases[-1][1] < len(h.releases) - 1 for m in h.messages), h.package
+
+
+def test_a_wheel_is_read_like_a_release_tag(tmp_path):
+    import zipfile
+
+    wheels = importlib.import_module("api_from_wheels")
+    wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("pkg/__init__.py", "from .core import Engine\n")
+        z.writestr("pkg/core.py", SOURCE + "\ndef helper():\n    pass\n")
+        z.writestr("pkg-1.0.dist-info/METADATA", "Name: pkg\n")
+        z.writestr("other/mod.py", "def not_ours():\n    raise ValueError('a message of some other package entirely')\n")
+    release = wheels.wheel_release(wheel, "pkg")
+    assert release["modules"] == ["pkg", "pkg.core"]
+    names = {tuple(n) for n in release["names"]}
+    assert {("pkg", "Engine"), ("pkg.core", "Engine"), ("pkg.core", "helper"), ("pkg.core", "logger")} <= names
+    assert ("pkg.core", "Engine.__init__") not in names and not any(m == "other.mod" for m, _ in names)
+    assert ("model must be a torch.nn.Module, got ",) in release["messages"]
+    assert not any("other package" in p for m in release["messages"] for p in m)

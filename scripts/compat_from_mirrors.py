@@ -349,8 +349,8 @@ def message_history(repo: Path, tagged: list[tuple[Version, str]], root: str) ->
                  if line.endswith(".py") and line.split()[1] == "blob"]
         todo = [b for b in blobs if b not in blob_messages]
         if todo:
-            out = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch"], input=("\n".join(todo) + "\n").encode(),
-                                 capture_output=True).stdout
+            out = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch"],
+                                 input=("\n".join(todo) + "\n").encode(), capture_output=True).stdout
             at = 0
             for sha in todo:
                 header_end = out.index(b"\n", at)

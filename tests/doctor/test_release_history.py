@@ -136,7 +136,7 @@ def test_a_wheel_is_read_like_a_release_tag(tmp_path):
         z.writestr("pkg/__init__.py", "from .core import Engine\n")
         z.writestr("pkg/core.py", SOURCE + "\ndef helper():\n    pass\n")
         z.writestr("pkg-1.0.dist-info/METADATA", "Name: pkg\n")
-        z.writestr("other/mod.py", "def not_ours():\n    raise ValueError('a message of some other package entirely')\n")
+        z.writestr("other/mod.py", "def not_ours():\n    raise ValueError('a message of some other package, not ours')\n")
     release = wheels.wheel_release(wheel, "pkg")
     assert release["modules"] == ["pkg", "pkg.core"]
     names = {tuple(n) for n in release["names"]}

@@ -6,7 +6,10 @@ of ../shared/cases (dev) and corpus/cases.jsonl by scripts/f2_version_questions.
 from the case's own text (context and log): the versions it quotes are kept, its errors are evidence.
 
 Knowledge compared:
-- "table": everything (compat.yaml version_rules, compat_releases.yaml, api_history.json);
+- "table": everything (compat.yaml version_rules, compat_releases.yaml, api_history.json.gz: API history
+  from release tags and PyPI wheels, and the messages later releases removed);
+- "messages applied": the same, with the removed-message evidence also constraining the answer (it is
+  only reported by default: this row measures what applying it would change);
 - "requirements only": the release requirement rules and PyTorch's matrix, no evidence rules and no
   API history (what a table of requirement files alone would say).
 
@@ -61,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     questions, cases = load()
     full = table()
     baseline = Table(rules=tuple(r for r in full.rules if r.evidence is None), releases=full.releases)
-    results = {"table": score(questions, cases), "requirements only": score(questions, cases, rules=baseline,
-                                                                           histories=())}
+    results = {"table": score(questions, cases), "messages applied": score(questions, cases, apply_changes=True),
+               "requirements only": score(questions, cases, rules=baseline, histories=())}
     if args.json:
         print(json.dumps({k: {f: {"counts": dict(v["counts"]), "verdicts": v["verdicts"]} for f, v in r.items()}
                           for k, r in results.items()}, indent=1))

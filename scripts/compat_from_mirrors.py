@@ -1,8 +1,10 @@
 """Regenerate ``src/distdx/doctor/compat_releases.yaml``, what each release of a framework declares it
 needs (its own requirement files at every release tag of its git repository), and
-``api_history.json.gz``, which releases have each of its modules, public names and methods.
+``api_history.json.gz``, which releases have each of its modules, public names and methods, and which
+messages (raised, asserted, logged) its later releases no longer have; packages without a mirror
+(transformers) are read from their PyPI wheels by ``scripts/api_from_wheels.py``.
 
-    python scripts/compat_from_mirrors.py --mirror DIR --out src/distdx/doctor
+    python scripts/compat_from_mirrors.py --mirror DIR --out src/distdx/doctor [--wheel-cache DIR]
 
 DIR holds bare clones named ``owner+name/repo`` (deepspeedai+DeepSpeed, hpcaitech+ColossalAI,
 NVIDIA+Megatron-LM, hiyouga+LlamaFactory, modelscope+ms-swift). Only final releases are read (no rc,
@@ -13,12 +15,14 @@ rule, so the file stays small and every rule names the tags it was read from.
 from __future__ import annotations
 
 import argparse
+import ast
 import gzip
 import json
 import re
 import subprocess
 import tomllib
 from pathlib import Path
+from typing import Iterable
 
 import yaml
 from packaging.requirements import InvalidRequirement, Requirement
@@ -185,39 +189,45 @@ def _module(path: str, root: str) -> str:
     return path[len(top):-3].replace("/", ".").removesuffix(".__init__")
 
 
-def api_history(repo: Path, tagged: list[tuple[Version, str]], root: str) -> dict:
-    """Which releases have each module under ``root``, each public top-level name (def, class,
-    assignment, single-line re-export) in it and each public method of its classes (``Class.method``),
-    as index ranges into the release list."""
+# the lines that define a public name: top-level def/class/assignment/single-line re-export, and a method
+API_LINE = (r"^((async )?def |class |[A-Za-z]\w*\s*(:[^=]*)?=[^=]|from \S+ import [A-Za-z]"
+            r"|    (async )?def [A-Za-z])")
+
+
+def release_api(paths: Iterable[str], lines: Iterable[tuple[str, str]], root: str) \
+        -> tuple[set[str], set[tuple[str, str]]]:
+    """One release's modules (from its file ``paths`` under ``root``) and public ``(module, name)`` pairs
+    (each public top-level name and ``Class.method``), from its ``API_LINE`` lines ``(path, text)`` in file
+    order: a method line belongs to the class line above it in the same file."""
+    modules = {_module(path, root) for path in paths if path.endswith(".py")}
+    names: set[tuple[str, str]] = set()
+    in_class: tuple[str, str] | None = None  # (path, class) whose body the next method lines are in
+    for path, text in lines:
+        method = _METHOD.match(text)
+        if method:
+            if in_class and in_class[0] == path and not method.group(1).startswith("_"):
+                names.add((_module(path, root), f"{in_class[1]}.{method.group(1)}"))
+            continue
+        m = _DEFINES.match(text)
+        in_class = (path, m.group(1)) if m and text.startswith("class ") else None
+        if not m:
+            continue
+        found = [m.group(1) or m.group(2)] if not m.group(3) else [n.strip() for n in m.group(3).split(",")]
+        names.update((_module(path, root), n) for n in found if n and not n.startswith("_") and n.isidentifier())
+    return modules, names
+
+
+def history_from_releases(per_release: list[tuple[set[str], set[tuple[str, str]]]]) -> dict:
+    """``modules`` and ``names`` of one package's history from each release's :func:`release_api`, as
+    index ranges into the release list."""
     modules: dict[str, list[int]] = {}
     names: dict[tuple[str, str], list[int]] = {}
-    for i, (_, tag) in enumerate(tagged):
-        for path in (_git(repo, "ls-tree", "-r", "--name-only", tag, "--", root) or "").split():
-            if path.endswith(".py"):
-                modules.setdefault(_module(path, root), []).append(i)
-        grep = _git(repo, "grep", "-E", r"^((async )?def |class |[A-Za-z]\w*\s*(:[^=]*)?=[^=]|from \S+ import [A-Za-z]"
-                    r"|    (async )?def [A-Za-z])", tag, "--", f"{root}/*.py") or ""
-        in_class: tuple[str, str] | None = None  # (path, class) whose body the next method lines are in
-        for line in grep.splitlines():
-            _, path, text = line.split(":", 2)
-            method = _METHOD.match(text)
-            if method:
-                if in_class and in_class[0] == path and not method.group(1).startswith("_"):
-                    hits = names.setdefault((_module(path, root), f"{in_class[1]}.{method.group(1)}"), [])
-                    if not hits or hits[-1] != i:
-                        hits.append(i)
-                continue
-            m = _DEFINES.match(text)
-            in_class = (path, m.group(1)) if m and text.startswith("class ") else None
-            if not m:
-                continue
-            found = [m.group(1) or m.group(2)] if not m.group(3) else [n.strip() for n in m.group(3).split(",")]
-            for name in found:
-                if name and not name.startswith("_") and name.isidentifier():
-                    hits = names.setdefault((_module(path, root), name), [])
-                    if not hits or hits[-1] != i:
-                        hits.append(i)
-    last = len(tagged) - 1
+    for i, (mods, pairs) in enumerate(per_release):
+        for m in mods:
+            modules.setdefault(m, []).append(i)
+        for pair in pairs:
+            names.setdefault(pair, []).append(i)
+    last = len(per_release) - 1
 
     def ranges(idx: list[int]) -> list[list[int]] | None:
         return release_ranges(idx, last)
@@ -230,6 +240,126 @@ def api_history(repo: Path, tagged: list[tuple[Version, str]], root: str) -> dic
         parent = names.get((m, n.split(".")[0])) if "." in n else modules.get(m)
         by_module.setdefault(m, {})[n] = None if idx == parent else ranges(idx)
     return {"modules": mods, "names": by_module}
+
+
+def api_history(repo: Path, tagged: list[tuple[Version, str]], root: str) -> dict:
+    """Which releases (tags) of a git repository have each module under ``root``, public name and method."""
+    per_release = []
+    for _, tag in tagged:
+        paths = (_git(repo, "ls-tree", "-r", "--name-only", tag, "--", root) or "").split()
+        grep = _git(repo, "grep", "-E", API_LINE, tag, "--", f"{root}/*.py") or ""
+        lines = (tuple(line.split(":", 2)[1:]) for line in grep.splitlines())
+        per_release.append(release_api(paths, lines, root))
+    return history_from_releases(per_release)
+
+
+# Messages: the string literals a release raises, asserts, logs or warns with, as their literal parts (an
+# f-string, ``%s`` or ``{}`` placeholder is a hole). Only messages specific enough to identify their code
+# path are kept: a literal part of MESSAGE_MIN_PART characters and MESSAGE_MIN_WORDS words (at 24
+# characters, torch's "shape '...' is invalid for input of size" copied into Colossal-AI passed).
+MESSAGE_MIN_PART, MESSAGE_MIN_WORDS = 30, 4
+_REPORTING = re.compile(r"warn|log|info|debug|error|critical|fatal|exception|print", re.I)
+_PLACEHOLDER = re.compile(r"%[-#0 +]*\d*(?:\.\d+)?[sdifrxXeEgGc]|\{[^{}]*\}")
+
+
+def _template(node: ast.AST) -> list[str] | None:
+    """The literal parts of a string expression ("" stands for a hole); None when it is no string."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        pieces = _PLACEHOLDER.split(node.value)
+        return [x for piece in pieces for x in (piece, "")][:-1]
+    if isinstance(node, ast.JoinedStr):
+        return [v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "" for v in node.values]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+        left = _template(node.left)
+        if isinstance(node.op, ast.Mod):
+            return left
+        right = _template(node.right)
+        return None if left is None and right is None else (left or [""]) + (right or [""])
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        return _template(node.func.value)
+    return None
+
+
+def _parts(template: list[str]) -> tuple[str, ...]:
+    """Merge literals across empty holes and drop the holes: the literal parts, in order."""
+    out, current = [], ""
+    for piece in template:
+        if piece:
+            current += piece
+        elif current:
+            out.append(current)
+            current = ""
+    return tuple(p for p in (*out, current) if p.strip())
+
+
+def specific(parts: tuple[str, ...]) -> bool:
+    """Whether a message is specific enough to say which code path printed it."""
+    longest = max((p.strip() for p in parts), key=len, default="")
+    return len(longest) >= MESSAGE_MIN_PART and len(re.findall(r"[A-Za-z]{2,}", longest)) >= MESSAGE_MIN_WORDS
+
+
+def source_messages(text: str) -> set[tuple[str, ...]]:
+    """The specific messages of one Python source: string arguments of ``raise``, ``assert`` and of
+    calls whose name reports (logger.warning, warnings.warn, print_rank_0...)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set()
+    found: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assert) and node.msg is not None:
+            found.append(node.msg)
+        elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+            found += [*node.exc.args, *(k.value for k in node.exc.keywords)]
+        elif isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if _REPORTING.search(name or "") and name != "format":
+                found += [*node.args, *(k.value for k in node.keywords)]
+    out = set()
+    for arg in found:
+        template = _template(arg)
+        if template and specific(parts := _parts(template)):
+            out.add(parts)
+    return out
+
+
+def removed_messages(per_release: list[set[tuple[str, ...]]], elsewhere: str = "") -> list[list]:
+    """``[parts, ranges]`` of every message some release had and the last release no longer has, unless
+    a message of the last release contains it (a log with the newer message would match it too) or
+    ``elsewhere`` does (the messages of the other packages: a copied message does not say whose it is)."""
+    last = len(per_release) - 1
+    current = "\n".join("\x00".join(m) for m in per_release[-1]) if per_release else ""
+    where: dict[tuple[str, ...], list[int]] = {}
+    for i, messages in enumerate(per_release):
+        for m in messages:
+            where.setdefault(m, []).append(i)
+    out = []
+    for m, idx in sorted(where.items()):
+        if idx[-1] != last and max(m, key=len) not in current and max(m, key=len) not in elsewhere:
+            out.append([list(m), release_ranges(idx, last)])
+    return out
+
+
+def message_history(repo: Path, tagged: list[tuple[Version, str]], root: str) -> list[set[tuple[str, ...]]]:
+    """The :func:`source_messages` of each release tag of a git repository (each file version parsed once)."""
+    blob_messages: dict[str, set[tuple[str, ...]]] = {}
+    per_release = []
+    for _, tag in tagged:
+        blobs = [line.split()[2] for line in (_git(repo, "ls-tree", "-r", tag, "--", root) or "").splitlines()
+                 if line.endswith(".py") and line.split()[1] == "blob"]
+        todo = [b for b in blobs if b not in blob_messages]
+        if todo:
+            out = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch"],
+                                 input=("\n".join(todo) + "\n").encode(), capture_output=True).stdout
+            at = 0
+            for sha in todo:
+                header_end = out.index(b"\n", at)
+                size = int(out[at:header_end].split()[2])
+                text = out[header_end + 1:header_end + 1 + size].decode("utf-8", errors="replace")
+                blob_messages[sha] = source_messages(text)
+                at = header_end + 1 + size + 1
+        per_release.append(set().union(*(blob_messages[b] for b in blobs)))
+    return per_release
 
 
 # Python's own library, from typeshed's stubs: stdlib/VERSIONS gives each module's lifetime and
@@ -332,10 +462,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mirror", required=True, type=Path)
     ap.add_argument("--out", required=True, type=Path,
                     help="the folder of compat_releases.yaml and api_history.json.gz")
+    ap.add_argument("--wheel-cache", type=Path, default=Path.home() / ".cache" / "distdx-wheel-api",
+                    help="where scripts/api_from_wheels.py keeps each release's name lists")
     args = ap.parse_args(argv)
+    from api_from_wheels import WHEEL_PROJECTS, wheel_history  # it reads wheels with this module's readers
+
     rules: list[dict] = []
     known: dict[str, list[str]] = {}
     history: dict[str, dict] = {}
+    messages: dict[str, list[set[tuple[str, ...]]]] = {}  # each release's messages, per package
     commits = []
     for package, folder, prefix, files, root in PROJECTS:
         repo = args.mirror / folder / "repo"
@@ -348,6 +483,13 @@ def main(argv: list[str] | None = None) -> int:
             history[package] = {"root": root.removeprefix("src/").replace("/", "."), "releases": k,
                                 "source": f"{folder.replace('+', '/')} {head}, release tags",
                                 **api_history(repo, releases(repo, prefix), root)}
+            messages[package] = message_history(repo, releases(repo, prefix), root)
+    for package, *how in WHEEL_PROJECTS:
+        history[package], messages[package] = wheel_history(package, *how, args.wheel_cache)
+    for package, per_release in messages.items():
+        elsewhere = "\n".join("\x00".join(m) for other, rs in messages.items() if other != package
+                               for m in set().union(*rs))
+        history[package]["messages"] = removed_messages(per_release, elsewhere)
     typeshed = args.mirror / "python+typeshed" / "repo"
     head = (_git(typeshed, "rev-parse", "HEAD") or "?").strip()
     history["python"] = {"root": "", "releases": list(PYTHONS),

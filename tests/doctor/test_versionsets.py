@@ -183,8 +183,9 @@ def test_f2_questions_are_what_the_script_derives():
 
 
 def test_f2_questions_of_the_shared_cases():
-    """The done-when target is 80 % hits; this holds the floor measured when the table was built
-    (6 of 12) and that the table never answers with a set that misses the named version."""
+    """The done-when target is 80 % hits; this holds the floor measured (7 of 12 since transformers'
+    API history from its wheels) and that the table never answers with a set that misses the named
+    version."""
     cases = {}
     for path in (ROOT / "corpus/dev.jsonl", ROOT / "corpus/cases.jsonl"):
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -198,7 +199,7 @@ def test_f2_questions_of_the_shared_cases():
             verdicts.append(answer_question(q["package"], q["version"], q["relation"],
                                             c["context"] + "\n\n" + c["log"])[0])
     assert verdicts.count("miss") == 0
-    assert verdicts.count("hit") >= 6, verdicts
+    assert verdicts.count("hit") >= 7, verdicts
 
 
 def test_installed_requires_dist_constrains_the_packages_in_question():

@@ -7,8 +7,12 @@ release of twelve frameworks declares, read from its requirement files at each r
 distribution counts too. A rule says: every version of the ``when`` package in that
 range needs ``requires`` (a list means any one of them). An evidence rule applies when its pattern
 occurs in the diagnosis text. ``api_history.json.gz`` (generated with it) says which releases of nine
-frameworks have each module, public name and class method, and which Pythons each standard-library
-module and name (typeshed), so an import or attribute error names the releases that have what it lacks.
+frameworks and of transformers (read from its PyPI wheels) have each module, public name and class
+method, and which Pythons each standard-library module and name (typeshed), so an import or attribute
+error names the releases that have what it lacks. It also holds each framework's removed messages: the
+specific strings its releases raised, asserted or logged that its last release no longer has. A log
+that quotes one says the code path that printed it changed after the last release that had it: the
+answer ``>V`` is evidence (clause kind ``changes``), shown apart from the requirements (kind ``requires``).
 
 :func:`version_set` takes the packages whose versions are in question, the versions installed (given,
 read by ``distdx doctor`` into an :class:`~distdx.doctor.models.Environment`, or quoted in the log)
@@ -59,12 +63,15 @@ class VersionRule:
 
 @dataclass(frozen=True)
 class Clause:
-    """One constraint on a package: any of ``alternatives`` (specifier sets), with where it comes from."""
+    """One constraint on a package: any of ``alternatives`` (specifier sets), with where it comes from.
+    ``kind`` says what it is: ``requires`` (a release declares or needs it), or ``changes`` (evidence
+    only: the log's message is gone from the releases it admits, so moving there changes that code path)."""
 
     alternatives: tuple[str, ...]
     reason: str
     source: str
     code: str
+    kind: str = "requires"
 
     def contains(self, version: Version) -> bool:
         return any(SpecifierSet(a).contains(version, prereleases=True) for a in self.alternatives)
@@ -99,6 +106,9 @@ class VersionSet:
     conflicts: tuple[str, ...] = ()
     constraints: str = ""
     command: str = ""
+    # package -> evidence that moving past a release changes the code path the log went through (removed
+    # messages): shown, not applied to the pins (see ``apply_changes``)
+    changes: Mapping[str, tuple[Clause, ...]] = field(default_factory=dict)
 
     def pin(self, package: str) -> Pin | None:
         want = _name(package)
@@ -108,10 +118,12 @@ class VersionSet:
         return {
             "pins": [{"package": p.package, "specifier": p.specifier, "chosen": p.chosen,
                       "clauses": [{"alternatives": list(c.alternatives), "reason": c.reason, "source": c.source,
-                                   "code": c.code} for c in p.clauses]} for p in self.pins],
+                                   "code": c.code, "kind": c.kind} for c in p.clauses]} for p in self.pins],
             "unknown": [{"package": u.package, "why": u.why} for u in self.unknown],
             "kept": dict(self.kept), "conflicts": list(self.conflicts),
             "constraints": self.constraints, "command": self.command,
+            "changes": {pkg: [{"alternatives": list(c.alternatives), "reason": c.reason, "source": c.source,
+                               "code": c.code, "kind": c.kind} for c in cs] for pkg, cs in self.changes.items()},
         }
 
 
@@ -190,6 +202,34 @@ Ranges = tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True)
+class Message:
+    """A message (raised, asserted, logged) some releases had and the last release no longer has: its
+    literal parts in order (between them stood an f-string, ``%s`` or ``{}`` placeholder)."""
+
+    parts: tuple[str, ...]
+    releases: Ranges
+
+    def occurs_in(self, text: str) -> bool:
+        """Whether ``text`` holds the message: its longest part, and its other parts of four characters or
+        more in order around it (within the message's own length and a margin for the filled holes)."""
+        longest = max(self.parts, key=len).strip()
+        wanted = [p.strip() for p in self.parts if len(p.strip()) >= 4]
+        span = sum(len(p) for p in self.parts) + 200
+        at = text.find(longest)
+        while at >= 0:
+            window, pos = text[max(0, at - span):at + span], 0
+            for part in wanted:
+                pos = window.find(part, pos)
+                if pos < 0:
+                    break
+                pos += len(part)
+            else:
+                return True
+            at = text.find(longest, at + 1)
+        return False
+
+
+@dataclass(frozen=True)
 class ApiHistory:
     """Which releases of a package have each module, public top-level name and class method
     (``api_history.json.gz``, generated from the release tags). ``None`` stands for every release (a
@@ -201,6 +241,8 @@ class ApiHistory:
     modules: Mapping[str, Ranges | None]
     names: Mapping[str, Mapping[str, Ranges | None]]
     source: str
+    messages: tuple[Message, ...] = ()
+    reexports: bool = False  # its root lazily re-exports its submodules' public names (transformers)
 
     def module_releases(self, module: str) -> Ranges | None:
         """The releases that have ``module``; None when every release has it or none does."""
@@ -218,6 +260,27 @@ class ApiHistory:
         if "." in name:
             return self.name_releases(module, name.split(".")[0])
         return self.module_releases(module)
+
+    def reexported(self, module: str, name: str) -> Ranges | None:
+        """For a root that re-exports its submodules' public names: the releases in which some module
+        defines ``name``; None when that is every release or none."""
+        if not self.reexports or module != self.root:
+            return None
+        every = ((0, len(self.releases) - 1),)
+        have: set[int] = set()
+        for m, names in self.names.items():
+            if name in names:
+                for a, b in self.name_releases(m, name) or every:
+                    have.update(range(a, b + 1))
+        if not have or len(have) == len(self.releases):
+            return None
+        spans: list[list[int]] = []
+        for i in sorted(have):
+            if spans and spans[-1][1] == i - 1:
+                spans[-1][1] = i
+            else:
+                spans.append([i, i])
+        return tuple((a, b) for a, b in spans)
 
     def specifiers(self, ranges: Ranges) -> tuple[str, ...]:
         last = len(self.releases) - 1
@@ -239,6 +302,8 @@ def api_history() -> tuple[ApiHistory, ...]:
         package=pkg, root=h["root"], releases=tuple(h["releases"]), source=h["source"],
         modules={m: ranges(r) for m, r in h["modules"].items()},
         names={m: {n: ranges(r) for n, r in names.items()} for m, names in h["names"].items()},
+        messages=tuple(Message(tuple(parts), ranges(r) or ()) for parts, r in h.get("messages", ())),
+        reexports=bool(h.get("reexports")),
     ) for pkg, h in sorted(data["packages"].items()))
 
 
@@ -271,7 +336,8 @@ def api_clauses(evidence: str, histories: Iterable[ApiHistory] | None = None) ->
         for m in pattern.finditer(evidence or ""):
             name, module = (m.group(1), m.group(2)) if pattern is _MISSING_NAME[0] else (m.group(2), m.group(1))
             h = owner(module)
-            if h and (ranges := h.name_releases(module, name) or h.module_releases(f"{module}.{name}")):
+            if h and (ranges := h.name_releases(module, name) or h.module_releases(f"{module}.{name}")
+                      or h.reexported(module, name)):
                 found.append((h, f"{module}.{name}", ranges))
     for m in _MISSING_ATTRIBUTE.finditer(evidence or ""):
         key = f"{m.group(1)}.{m.group(2)}"
@@ -287,6 +353,31 @@ def api_clauses(evidence: str, histories: Iterable[ApiHistory] | None = None) ->
         out.setdefault(h.package, []).append(Clause(
             h.specifiers(ranges), f"the error names {what}, which only these {h.package} releases have",
             h.source, f"API-{h.package}"))
+    return out
+
+
+def message_clauses(evidence: str, histories: Iterable[ApiHistory] | None = None) -> dict[str, list[Clause]]:
+    """Evidence, not requirements, from a message the text quotes that a package's later releases no
+    longer have (changed or removed): the releases after the last one that had it. Only messages specific
+    enough to name a code path were kept (``scripts/compat_from_mirrors.py``), and a message a current
+    release still contains was dropped there, so the current wording never matches an old one."""
+    out: dict[str, list[Clause]] = {}
+    for h in (histories if histories is not None else api_history()):
+        # a message says whose code path it is only where the text shows that package at all (its name,
+        # or its import root as a module or a path): projects copy each other's messages
+        names = {h.package, h.root, h.root.replace(".", "/")} - {""}
+        if not any(re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", evidence or "", re.I) for n in names):
+            continue
+        for msg in h.messages:
+            if not msg.occurs_in(evidence or ""):
+                continue
+            last = msg.releases[-1][1]
+            shown = "…".join(p.strip() for p in msg.parts)
+            out.setdefault(h.package, []).append(Clause(
+                (f">{h.releases[last]}",),
+                f"the message \"{shown[:120]}\" is last in {h.package} {h.releases[last]} ({h.releases[last + 1]} "
+                f"changed or removed it): upgrading past {h.releases[last]} changes that code path",
+                f"{h.source}, the message at {h.releases[last]}", f"MSG-{h.package}", kind="changes"))
     return out
 
 
@@ -431,10 +522,13 @@ def _collapse(clauses: list[Clause], releases: tuple[str, ...]) -> tuple[str, st
 
 def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None = None, evidence: str = "",
                 environment: Environment | None = None, rules: Table | None = None,
-                histories: tuple[ApiHistory, ...] | None = None) -> VersionSet:
+                histories: tuple[ApiHistory, ...] | None = None, apply_changes: bool = False) -> VersionSet:
     """The versions of ``packages`` compatible with what is installed and with the evidence, from the
     table alone (see the module docstring). Never raises on unknown names: they are answered unknown.
-    ``rules`` and ``histories`` replace the bundled table and API history (tests, baselines)."""
+    ``rules`` and ``histories`` replace the bundled table and API history (tests, baselines).
+    A removed message the evidence quotes is reported in ``changes``; ``apply_changes`` also makes it
+    constrain the pins (measured: it names a later release than the fix the resolutions name, see
+    ``benchmarks/bench_versionsets.py``, so it is off by default)."""
     tab = rules or table()
     hist = api_history() if histories is None else histories
     targets = list(dict.fromkeys(_name(p) for p in packages if p and p.strip()))
@@ -499,7 +593,15 @@ def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None 
                    tuple(dict.fromkeys(r.when[pkg] for r in tab.rules if pkg in r.when and r.evidence is None)))
         clauses[pkg].append(Clause(covered, f"the releases of {pkg} the table covers", "compat.yaml and "
                                    "compat_releases.yaml `when` ranges", f"COVER-{pkg}"))
-    for pkg, found in api_clauses(evidence, hist).items():
+    evidence_clauses = api_clauses(evidence, hist)
+    changes: dict[str, tuple[Clause, ...]] = {}
+    for pkg, found in message_clauses(evidence, hist).items():
+        if pkg in kept and _is_version(kept[pkg]) and all(c.contains(Version(kept[pkg])) for c in found):
+            continue  # the installed release is past the message: it did not print it
+        changes[pkg] = tuple(found)
+        if apply_changes:
+            evidence_clauses.setdefault(pkg, []).extend(found)
+    for pkg, found in evidence_clauses.items():
         if pkg in clauses:
             clauses[pkg] += found
         elif pkg not in kept or not (_is_version(kept[pkg]) and all(c.contains(Version(kept[pkg])) for c in found)):
@@ -527,16 +629,18 @@ def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None 
             unknown.append(Unknown(pkg, conflict))
             continue
         pins.append(Pin(pkg, tuple(clauses[pkg]), spec, chosen))
-    constraints = _constraints_text(pins, {k: v for k, v in kept.items() if k in tab.packages})
+    constraints = _constraints_text(pins, {k: v for k, v in kept.items() if k in tab.packages},
+                                    {} if apply_changes else changes)
     pip_targets = [p.package for p in pins if p.package not in PLATFORM]
     command = f"pip install -c {CONSTRAINTS_FILE} " + " ".join(pip_targets) if pip_targets else ""
-    return VersionSet(tuple(pins), tuple(unknown), kept, tuple(conflicts), constraints, command)
+    return VersionSet(tuple(pins), tuple(unknown), kept, tuple(conflicts), constraints, command, changes)
 
 
-def _constraints_text(pins: list[Pin], kept: Mapping[str, str]) -> str:
+def _constraints_text(pins: list[Pin], kept: Mapping[str, str], unapplied: Mapping[str, tuple[Clause, ...]]) -> str:
     lines = ["# pip constraints written by distdx from its compatibility table (doctor/compat*.yaml)"]
     for p in pins:
-        why = [f"#   {c.code}: {c.reason} [{c.source}]" for c in p.clauses]
+        why = [f"#   {c.code}: {c.reason} [{c.source}]" + (" (evidence, not a requirement)" if c.kind == "changes"
+                                                            else "") for c in p.clauses]
         if p.chosen:
             why.append(f"#   chose {p.chosen}")
         line = f"{p.package}{p.specifier}" if p.package not in PLATFORM else f"# {p.package} {p.specifier} (not pip)"
@@ -548,11 +652,15 @@ def _constraints_text(pins: list[Pin], kept: Mapping[str, str]) -> str:
             except InvalidVersion:
                 continue
             lines.append(f"{name}=={Version(version).public}  # installed, kept")
+    for name, found in sorted(unapplied.items()):
+        lines += [f"# evidence, not a requirement (not applied): {name}{' | '.join(c.alternatives)}: {c.reason} "
+                  f"[{c.source}]" for c in found]
     return "\n".join(lines) + "\n"
 
 
 def answer_question(package: str, version: str, relation: str, evidence: str, *, rules: Table | None = None,
-                    histories: tuple[ApiHistory, ...] | None = None) -> tuple[str, VersionSet]:
+                    histories: tuple[ApiHistory, ...] | None = None,
+                    apply_changes: bool = False) -> tuple[str, VersionSet]:
     """Score one version question of a labelled case (``scripts/f2_version_questions.py`` derives them
     from resolutions): ask for ``package`` with the case's own text as evidence (every other version
     it quotes is kept) and say "hit" when the constraints file admits the version the resolution names,
@@ -561,7 +669,7 @@ def answer_question(package: str, version: str, relation: str, evidence: str, *,
     newest known release below it."""
     tab = rules or table()
     hist = api_history() if histories is None else histories
-    vs = version_set([package], evidence=evidence, rules=tab, histories=hist)
+    vs = version_set([package], evidence=evidence, rules=tab, histories=hist, apply_changes=apply_changes)
     pin = vs.pin(package)
     wanted: str | None = version[:-2] + ".9999" if version.endswith(".x") else version
     if pin is None:

@@ -3,25 +3,20 @@ the accelerate checks read it as accelerate does."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from distdx.lint import accelerate
 
+from tests.lint.generated import assert_shipped_is_generated
+
 
 @pytest.mark.slow
 def test_shipped_schema_matches_installed_accelerate() -> None:
     pytest.importorskip("accelerate", reason="the schema is derived from an installed accelerate")
     pytest.importorskip("deepspeed", reason="the offload devices are DeepSpeed's OffloadDeviceEnum")
-    gen = Path(__file__).with_name("gen_accelerate_schema.py")
-    proc = subprocess.run([sys.executable, str(gen)], capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    shipped = resources.files("distdx.lint").joinpath("accelerate_schema.yaml").read_text("utf-8")
-    assert proc.stdout == shipped, "run: python tests/lint/gen_accelerate_schema.py > src/distdx/lint/accelerate_schema.yaml"
+    assert_shipped_is_generated("gen_accelerate_schema.py", "accelerate_schema.yaml")
 
 
 def test_schema_knows_what_accelerate_config_writes() -> None:

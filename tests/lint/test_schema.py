@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from importlib import resources
-from pathlib import Path
-
 import pytest
 
 from distdx.lint.deepspeed import schema
+
+from tests.lint.generated import assert_shipped_is_generated
 
 
 @pytest.mark.slow
 def test_shipped_schema_matches_installed_deepspeed() -> None:
     pytest.importorskip("deepspeed", reason="the schema is derived from an installed deepspeed")
-    gen = Path(__file__).with_name("gen_deepspeed_schema.py")
-    proc = subprocess.run([sys.executable, str(gen)], capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    shipped = resources.files("distdx.lint").joinpath("deepspeed_schema.yaml").read_text("utf-8")
-    assert proc.stdout == shipped, "run: python tests/lint/gen_deepspeed_schema.py > src/distdx/lint/deepspeed_schema.yaml"
+    assert_shipped_is_generated("gen_deepspeed_schema.py", "deepspeed_schema.yaml")
 
 
 def test_schema_knows_the_main_sections() -> None:

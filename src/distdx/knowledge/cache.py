@@ -24,6 +24,9 @@ from typing import Callable, Iterable, TypeVar
 from distdx.paths import user_dir
 
 T = TypeVar("T")
+# the layout of what is stored (the classes pickled, such as rules.Pattern): bump it when one
+# changes, so that an entry written by an earlier distdx of the same version is not read back
+FORMAT = 2
 
 
 def cache_dir() -> Path | None:
@@ -35,7 +38,7 @@ def cache_dir() -> Path | None:
 def _key(name: str, inputs: Iterable[bytes]) -> str:
     from distdx import __version__
 
-    h = hashlib.sha256(f"{name}\0{__version__}\0{sys.version_info[:3]}".encode())
+    h = hashlib.sha256(f"{name}\0{__version__}\0{FORMAT}\0{sys.version_info[:3]}".encode())
     for data in inputs:
         h.update(len(data).to_bytes(8, "little"))
         h.update(data)

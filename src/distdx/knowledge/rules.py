@@ -132,10 +132,11 @@ MAX_LITERAL_GROUPS = 4  # checking more of them costs more than the searches the
 
 def required_literals(source: str) -> tuple[tuple[tuple[str, ...], ...] | None, bool]:
     """Groups of literals such that every match of ``source`` contains a literal of each group
-    (None when none can be told), and whether the expression ignores case (the literals are then
-    lower case). In a sequence every literal run, group and repeated-at-least-once item is
-    required; alternatives (``a|b``) give a group of one literal each. Groups whose shortest
-    literal is under MIN_LITERAL characters are left out, the longest ones are kept first."""
+    (None when none can be told), and whether they are compared ignoring case (the whole expression
+    or a part of it, ``(?i:...)``, ignores case; the literals are then lower case). In a sequence
+    every literal run, group and repeated-at-least-once item is required; alternatives (``a|b``)
+    give a group of one literal each. Groups whose shortest literal is under MIN_LITERAL characters
+    are left out, the longest ones are kept first."""
     try:
         from re import _constants as sre_constants  # type: ignore[attr-defined]
         from re import _parser as sre_parse  # type: ignore[attr-defined]
@@ -147,18 +148,15 @@ def required_literals(source: str) -> tuple[tuple[tuple[str, ...], ...] | None, 
     except Exception:
         return None, False
     ignore_case = bool(parsed.state.flags & re.IGNORECASE)
+    folded = [ignore_case]  # some literal is matched ignoring case: all are then compared lower case
     literal, branch, subpattern = sre_constants.LITERAL, sre_constants.BRANCH, sre_constants.SUBPATTERN
     repeats = (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT)
 
     def score(group: tuple[str, ...]) -> int:
         return min(map(len, group))
 
-    def usable(group: tuple[str, ...]) -> bool:
-        # (str.lower() is not re's case folding beyond ASCII)
-        return score(group) >= MIN_LITERAL and not (ignore_case and not all(a.isascii() for a in group))
-
     def of_sequence(items) -> list[tuple[str, ...]]:
-        """The usable groups every match of ``items`` satisfies."""
+        """The groups (of MIN_LITERAL characters or more) every match of ``items`` satisfies."""
         groups: list[tuple[str, ...]] = []
         run: list[str] = []
         for op, arg in list(items) + [(None, None)]:
@@ -168,7 +166,9 @@ def required_literals(source: str) -> tuple[tuple[tuple[str, ...], ...] | None, 
             if run:
                 groups.append(("".join(run),))
                 run = []
-            if op is subpattern and not arg[1] and not arg[2]:  # a group without scoped flags
+            if op is subpattern:
+                if arg[1] & re.IGNORECASE:  # a group with scoped flags: (?i:...)
+                    folded[0] = True
                 groups.extend(of_sequence(arg[3]))
             elif op is branch:
                 best = [max(of_sequence(p), key=score, default=None) for p in arg[1]]
@@ -176,13 +176,18 @@ def required_literals(source: str) -> tuple[tuple[tuple[str, ...], ...] | None, 
                     groups.append(tuple(a for b in best for a in b))  # type: ignore[union-attr]
             elif op in repeats and arg[0] >= 1:
                 groups.extend(of_sequence(arg[2]))
-        return [g for g in groups if usable(g)]
+        return [g for g in groups if score(g) >= MIN_LITERAL]
 
-    found = sorted(of_sequence(parsed), key=score, reverse=True)[:MAX_LITERAL_GROUPS]
+    groups = of_sequence(parsed)
+    fold = folded[0]
+    # compared lower case, a literal is found in fold_case(text) whenever the expression can match
+    # (a case-sensitive one too), but str.lower() is not re's case folding beyond ASCII
+    found = sorted((g for g in groups if not fold or all(a.isascii() for a in g)), key=score, reverse=True)
+    found = found[:MAX_LITERAL_GROUPS]
     if not found:
-        return None, ignore_case
-    lowered = (tuple(dict.fromkeys(a.lower() if ignore_case else a for a in group)) for group in found)
-    return tuple(dict.fromkeys(lowered)), ignore_case
+        return None, fold
+    lowered = (tuple(dict.fromkeys(a.lower() if fold else a for a in group)) for group in found)
+    return tuple(dict.fromkeys(lowered)), fold
 
 
 @dataclass(frozen=True)

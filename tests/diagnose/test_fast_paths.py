@@ -106,3 +106,24 @@ def test_diagnosis_is_the_same_without_the_prefilters(monkeypatch):
     monkeypatch.setattr(phases, "_patterns", lambda: phases._build(phases._phases_file(), prepare=False))
     plain = [render_json(diagnose(parse_text(t), rules=plain_rules)) for t in inputs]
     assert fast == plain
+
+
+def test_text_model_scores_are_the_plain_dot_products():
+    """The model keeps each document's vector as terms and weights; its similarities must be the
+    dot products of the plain dicts, summed over the shorter vector as before, bit for bit."""
+    from collections import Counter
+
+    from distdx.diagnose.textmodel import default_model, tokens
+
+    model = default_model()
+    vectors = [dict(zip(terms, weights)) for terms, weights in zip(model._terms, model._weights)]
+    for text in TEXTS[::3] + ["NCCL timeout", "CUDA out of memory on rank 3"]:
+        query = model._weigh(Counter(tokens(text)))
+        plain = []
+        for issue, vec in zip(model.issues, vectors):
+            small, large = (query, vec) if len(query) < len(vec) else (vec, query)
+            sim = sum(w * large.get(t, 0.0) for t, w in small.items())
+            if sim > 0:
+                plain.append((issue.id, sim))
+        plain.sort(key=lambda pair: (-pair[1], pair[0]))
+        assert [(nb.issue.id, nb.similarity) for nb in model.neighbours(text, k=len(vectors))] == plain

@@ -26,7 +26,7 @@ from distdx.paths import user_dir
 T = TypeVar("T")
 # the layout of what is stored (the classes pickled, such as rules.Pattern): bump it when one
 # changes, so that an entry written by an earlier distdx of the same version is not read back
-FORMAT = 2
+FORMAT = 3
 
 
 def cache_dir() -> Path | None:

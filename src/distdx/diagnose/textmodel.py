@@ -17,7 +17,9 @@ import re
 from array import array
 from collections import Counter
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, reduce
+from itertools import repeat
+from operator import add, mul
 
 from distdx.knowledge.known_issues import KnownIssue, load_known_issues
 from distdx.knowledge.rules import Rule, load_rules
@@ -50,10 +52,13 @@ def stem(word: str) -> str:
     return word
 
 
-def tokens(text: str) -> list[str]:
+@lru_cache(maxsize=32)
+def tokens(text: str) -> tuple[str, ...]:
+    """Normalised unigrams, then bigrams (``a~b``). Kept for the last texts: a diagnosis asks for the
+    input's tokens six times (neighbours, each dimension's posterior, the exact-match check)."""
     text = _NOISE.sub(" ", text[:MAX_DOC_CHARS].lower())
     words = [stem(w) for w in _TOKEN.findall(text) if w not in _STOP and len(w) < 40]
-    return words + [f"{a}~{b}" for a, b in zip(words, words[1:])]
+    return (*words, *(f"{a}~{b}" for a, b in zip(words, words[1:])))
 
 
 @dataclass(frozen=True)
@@ -114,12 +119,13 @@ class TextModel:
                 continue
             if query.keys().isdisjoint(terms):
                 continue  # no term in common: similarity 0
-            # the dot product summed over the shorter vector, in its order
+            # the dot product summed over the shorter vector, in its order (map: the same products
+            # and sum as a generator expression, without a Python step per term)
             if size < len(terms):
                 vec = dict(zip(terms, weights))
-                sim = sum(w * vec.get(t, 0.0) for t, w in query.items())
+                sim = sum(map(mul, query.values(), map(vec.get, query.keys(), repeat(0.0))))
             else:
-                sim = sum(w * query.get(t, 0.0) for t, w in zip(terms, weights))
+                sim = sum(map(mul, weights, map(query.get, terms, repeat(0.0))))
             if sim > 0:
                 scored.append(Neighbour(issue, sim))
         scored.sort(key=lambda nb: (-nb.similarity, nb.issue.id))
@@ -146,11 +152,14 @@ class TextModel:
             if self._label_docs[dimension][label] - len(out) <= 0:
                 continue
             total = self._label_totals[dimension][label] - sum(len(d) for d in out)
-            score = 0.0  # no class prior: the engine adds the study's shares itself, once
-            for w in words:
-                count = counter[w] - sum(1 for d in out if w in d)
-                score += math.log((count + alpha) / (total + alpha * vocab))
-            logp[label] = score
+            denominator = total + alpha * vocab
+            if out:
+                counts = [counter[w] - sum(1 for d in out if w in d) for w in words]
+            else:
+                counts = list(map(counter.get, words, repeat(0)))
+            # no class prior: the engine adds the study's shares itself, once; the log-likelihoods
+            # are added one after another from 0.0 (reduce, not sum: sum() rounds otherwise on 3.12+)
+            logp[label] = reduce(add, map(math.log, [(count + alpha) / denominator for count in counts]), 0.0)
         if not logp:
             return {}
         top = max(logp.values())

@@ -1,7 +1,7 @@
 """Wall time of `distdx diagnose` on a small log: what a user waits for at the terminal.
 
 Runs the real CLI on the bundled ZeRO-3 OOM example (and on a one-line log) several times, with the
-knowledge cache (`distdx.knowledge.cache`) warm and with it off (`DISTDX_NO_CACHE=1`, as every run
+knowledge cache (`distdx.paths.cached`) warm and with it off (`DISTDX_NO_CACHE=1`, as every run
 was before the cache), and prints the medians side by side. Target: <= 0.25 s warm. With --against
 another distdx source tree (e.g. a worktree of the previous commit), its warm-cache wall time is a
 third column, measured in the same loop (runs alternate between the trees).

@@ -233,7 +233,7 @@ def default_model() -> TextModel:
     those files and then read from the knowledge cache."""
     from importlib import resources
 
-    from distdx.knowledge.cache import cached
+    from distdx.paths import cached
     from distdx.knowledge.known_issues import index_texts
     from distdx.knowledge.rules import rule_files
 

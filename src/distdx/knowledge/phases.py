@@ -42,7 +42,7 @@ def _build(data: bytes, prepare: bool = True) -> tuple[dict[str, tuple[Pattern, 
 def _patterns() -> tuple[dict[str, tuple[Pattern, ...]], tuple[Pattern, ...]]:
     """The markers and cues as :class:`Pattern` objects with their required literals, which spare
     the search of an expression whose literal is absent; kept in the knowledge cache like the rules."""
-    from distdx.knowledge.cache import cache_dir, cached
+    from distdx.paths import cache_dir, cached
 
     data = _phases_file()
     if cache_dir() is None:  # working out the literals pays only when they are kept

@@ -55,7 +55,7 @@ class Pattern:
 
     The required literals (groups of runs of plain characters: every match contains one literal of
     each group) come from parsing the expression, which costs as much as compiling it, so they are
-    worked out only by :meth:`prepare` when the rules are cached (``distdx.knowledge.cache``); a
+    worked out only by :meth:`prepare` when the rules are cached (``distdx.paths.cached``); a
     pattern without them simply compiles on first use.
     """
 
@@ -349,7 +349,7 @@ def rule_files() -> list[tuple[str, bytes]]:
 def load_rules() -> tuple[Rule, ...]:
     """All rules of the bundled knowledge base, in file then definition order; codes are unique.
     Parsed once per version of the rule files and then read from the knowledge cache."""
-    from distdx.knowledge.cache import cache_dir, cached
+    from distdx.paths import cache_dir, cached
 
     files = rule_files()
     cascade = cascade_file()

@@ -1,4 +1,4 @@
-"""The knowledge cache: built once, served while the inputs are the same, never stale, never required."""
+"""The cache of derived knowledge (distdx.paths.cached): built once, served while the inputs are the same, never stale, never required."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from distdx.knowledge import cache
+from distdx import paths as cache
 
 
 @pytest.fixture

@@ -64,13 +64,13 @@ def test_the_literal_prefilter_never_hides_a_match():
     rules = _parse_rule_files(rule_files(), cascade_file())  # literals worked out, as the cache stores them
     lines = sorted({line for r in rules for f in (*r.fixtures_match, *r.fixtures_no_match) for line in f.splitlines()})
     patterns = [p for r in rules for p in (*r.patterns, *r.requires, *r.excludes)]
-    assert sum(p.literal is not None for p in patterns) > 0.9 * len(patterns)
+    assert sum(p.literals is not None for p in patterns) > 0.9 * len(patterns)
     for p in patterns:
-        if p.literal is None:
+        if p.literals is None:
             continue
         for line in lines:
             if p.compiled.search(line):
-                assert p.search(line), (p.pattern, p.literal, line)
+                assert p.search(line), (p.pattern, p.literals, line)
 
 
 def test_cascade_knowledge_is_in_one_file():

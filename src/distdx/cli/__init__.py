@@ -34,14 +34,16 @@ COMMANDS = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of the command ``only`` alone (what running one command
+    needs: its parser and error messages are the same, without importing every other command)."""
     parser = argparse.ArgumentParser(
         prog="distdx",
         description="Diagnose, prevent, detect and reproduce failures of distributed deep-learning jobs.",
     )
     parser.add_argument("--version", action="version", version=f"distdx {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in (only,) if only in COMMANDS else COMMANDS:
         try:
             module = importlib.import_module(f"distdx.cli.{name}_cmd")
         except ModuleNotFoundError as e:
@@ -53,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(words[0] if words else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

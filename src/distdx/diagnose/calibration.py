@@ -18,6 +18,7 @@ from functools import lru_cache
 from importlib import resources
 
 from distdx.errors import DistdxError
+from distdx.paths import cached
 from distdx.yamlio import load_yaml
 
 TIERS = ("confident", "likely", "weak")
@@ -48,7 +49,8 @@ class Calibration:
 
 @lru_cache(maxsize=1)
 def calibration() -> Calibration:
-    data = load_yaml(resources.files("distdx.diagnose").joinpath("calibration.yaml").read_text(encoding="utf-8"))
+    raw = resources.files("distdx.diagnose").joinpath("calibration.yaml").read_bytes()
+    data = cached("calibration", [raw], lambda: load_yaml(raw.decode("utf-8")))
     try:
         tables = {str(dim): tuple((float(u), float(p)) for u, p in rows) for dim, rows in data["tables"].items()}
         return Calibration(tables, float(data["confident"]), str(data.get("fitted_on", "")))

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from collections import Counter
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, reduce
+from itertools import repeat
+from operator import add, mul
 
 from distdx.knowledge.known_issues import KnownIssue, load_known_issues
 from distdx.knowledge.rules import Rule, load_rules
@@ -49,10 +52,13 @@ def stem(word: str) -> str:
     return word
 
 
-def tokens(text: str) -> list[str]:
+@lru_cache(maxsize=32)
+def tokens(text: str) -> tuple[str, ...]:
+    """Normalised unigrams, then bigrams (``a~b``). Kept for the last texts: a diagnosis asks for the
+    input's tokens six times (neighbours, each dimension's posterior, the exact-match check)."""
     text = _NOISE.sub(" ", text[:MAX_DOC_CHARS].lower())
     words = [stem(w) for w in _TOKEN.findall(text) if w not in _STOP and len(w) < 40]
-    return words + [f"{a}~{b}" for a, b in zip(words, words[1:])]
+    return (*words, *(f"{a}~{b}" for a, b in zip(words, words[1:])))
 
 
 @dataclass(frozen=True)
@@ -70,18 +76,24 @@ class TextModel:
             df.update(c.keys())
         n = max(len(issues), 1)
         self.idf = {t: math.log((1 + n) / (1 + d)) + 1.0 for t, d in df.items()}
-        self.vectors = [self._weigh(c) for c in counts]
+        # every document's vector as its terms and their weights, in the vector's order; each term is
+        # the one string object the idf table holds, so the knowledge cache stores it once and the
+        # model loads in a fraction of the time a dict per document takes (the sums are unchanged)
+        term = {t: t for t in self.idf}
+        vectors = [self._weigh(c) for c in counts]
+        self._terms = [tuple(term[t] for t in v) for v in vectors]
+        self._weights = [array("d", v.values()) for v in vectors]
         # naive Bayes over the presence of unigrams, per dimension and label
-        self._words = [frozenset(t for t in c if "~" not in t) for c in counts]
-        self._vocab = frozenset().union(*self._words) if self._words else frozenset()
+        words = [frozenset(term[t] for t in c if "~" not in t) for c in counts]
+        self._vocab = frozenset().union(*words) if words else frozenset()
         self._label_words: dict[str, dict[str, Counter[str]]] = {d: {} for d in DIMENSIONS}
         self._label_docs: dict[str, Counter[str]] = {d: Counter() for d in DIMENSIONS}
-        for issue, words in zip(issues, self._words):
+        for issue, doc_words in zip(issues, words):
             for dim in DIMENSIONS:
                 label = issue.labels.get(dim, UNKNOWN)
                 if label == UNKNOWN:
                     continue
-                self._label_words[dim].setdefault(label, Counter()).update(words)
+                self._label_words[dim].setdefault(label, Counter()).update(doc_words)
                 self._label_docs[dim][label] += 1
         self._label_totals = {d: {label: sum(c.values()) for label, c in by_label.items()}
                               for d, by_label in self._label_words.items()}
@@ -100,12 +112,20 @@ class TextModel:
         k: int = NEIGHBOURS,
     ) -> list[Neighbour]:
         query = self._weigh(Counter(tokens(text)))
+        size = len(query)
         scored = []
-        for issue, vec in zip(self.issues, self.vectors):
+        for issue, terms, weights in zip(self.issues, self._terms, self._weights):
             if issue.id in exclude_ids or (exclude_fingerprint and issue.fingerprint == exclude_fingerprint):
                 continue
-            small, large = (query, vec) if len(query) < len(vec) else (vec, query)
-            sim = sum(w * large.get(t, 0.0) for t, w in small.items())
+            if query.keys().isdisjoint(terms):
+                continue  # no term in common: similarity 0
+            # the dot product summed over the shorter vector, in its order (map: the same products
+            # and sum as a generator expression, without a Python step per term)
+            if size < len(terms):
+                vec = dict(zip(terms, weights))
+                sim = sum(map(mul, query.values(), map(vec.get, query.keys(), repeat(0.0))))
+            else:
+                sim = sum(map(mul, weights, map(query.get, terms, repeat(0.0))))
             if sim > 0:
                 scored.append(Neighbour(issue, sim))
         scored.sort(key=lambda nb: (-nb.similarity, nb.issue.id))
@@ -121,10 +141,10 @@ class TextModel:
         # leave-one-out: the excluded issues' words come off their labels' counts
         left_out: dict[str, list[frozenset[str]]] = {}
         if exclude_ids:
-            for issue, doc_words in zip(self.issues, self._words):
+            for issue, terms in zip(self.issues, self._terms):
                 label = issue.labels.get(dimension, UNKNOWN)
                 if issue.id in exclude_ids and label != UNKNOWN:
-                    left_out.setdefault(label, []).append(doc_words)
+                    left_out.setdefault(label, []).append(frozenset(t for t in terms if "~" not in t))
         vocab = len(self._vocab)
         logp = {}
         for label, counter in self._label_words[dimension].items():
@@ -132,11 +152,14 @@ class TextModel:
             if self._label_docs[dimension][label] - len(out) <= 0:
                 continue
             total = self._label_totals[dimension][label] - sum(len(d) for d in out)
-            score = 0.0  # no class prior: the engine adds the study's shares itself, once
-            for w in words:
-                count = counter[w] - sum(1 for d in out if w in d)
-                score += math.log((count + alpha) / (total + alpha * vocab))
-            logp[label] = score
+            denominator = total + alpha * vocab
+            if out:
+                counts = [counter[w] - sum(1 for d in out if w in d) for w in words]
+            else:
+                counts = list(map(counter.get, words, repeat(0)))
+            # no class prior: the engine adds the study's shares itself, once; the log-likelihoods
+            # are added one after another from 0.0 (reduce, not sum: sum() rounds otherwise on 3.12+)
+            logp[label] = reduce(add, map(math.log, [(count + alpha) / denominator for count in counts]), 0.0)
         if not logp:
             return {}
         top = max(logp.values())
@@ -210,7 +233,7 @@ def default_model() -> TextModel:
     those files and then read from the knowledge cache."""
     from importlib import resources
 
-    from distdx.knowledge.cache import cached
+    from distdx.paths import cached
     from distdx.knowledge.known_issues import index_texts
     from distdx.knowledge.rules import rule_files
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 from distdx.errors import EXIT_INTERNAL, DistdxError
 from distdx.events import SEVERITIES
-from distdx.yamlio import YAMLError, load_yaml
+from distdx import yamlio
+from distdx.yamlio import load_yaml
 
 STATUSES = ("stable", "preview", "deprecated")
 
@@ -61,7 +62,7 @@ def entries(text: str, list_key: str, *, code: str, data_file: str, version: int
     """The entries of a catalogue file: a mapping with ``version`` and a list under ``list_key``."""
     try:
         data = load_yaml(text)
-    except YAMLError as e:
+    except yamlio.YAMLError as e:  # evaluated only when loading failed: PyYAML is imported by then
         raise catalogue_error(code, data_file, "", f"the YAML does not parse: {e}") from None
     if not isinstance(data, dict) or data.get("version") != version or not isinstance(data.get(list_key), list):
         raise catalogue_error(code, data_file, "", f"the file is a mapping with `version: {version}` and a list "

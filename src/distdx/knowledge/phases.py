@@ -8,13 +8,13 @@ from functools import lru_cache
 from importlib import resources
 
 from distdx.errors import DistdxError
+from distdx.knowledge.rules import Pattern, fold_case
 from distdx.knowledge.taxonomy import taxonomy
 from distdx.yamlio import load_yaml
 
 
-@lru_cache(maxsize=1)
-def _data() -> dict:
-    data = load_yaml(resources.files("distdx.knowledge").joinpath("phases.yaml").read_text(encoding="utf-8"))
+def _validated(raw: bytes) -> dict:
+    data = load_yaml(raw.decode("utf-8"))
     stages = set(taxonomy().ids("stage"))
     if (not isinstance(data, dict) or data.get("version") != 1 or set(data.get("phases", {})) - stages
             or not isinstance(data.get("failure"), list)):
@@ -23,14 +23,40 @@ def _data() -> dict:
     return data
 
 
-@lru_cache(maxsize=1)
-def phase_markers() -> dict[str, tuple[re.Pattern[str], ...]]:
-    return {stage: tuple(re.compile(p) for p in patterns) for stage, patterns in _data()["phases"].items()}
+def _phases_file() -> bytes:
+    return resources.files("distdx.knowledge").joinpath("phases.yaml").read_bytes()
+
+
+def _build(data: bytes, prepare: bool = True) -> tuple[dict[str, tuple[Pattern, ...]], tuple[Pattern, ...]]:
+    doc = _validated(data)
+    markers = {stage: tuple(Pattern(p) for p in patterns) for stage, patterns in doc["phases"].items()}
+    cues = tuple(Pattern(p) for p in doc["failure"])
+    for pattern in (*(p for ps in markers.values() for p in ps), *cues):
+        pattern.compiled  # noqa: B018 - a broken expression fails here, not in the middle of a diagnosis
+        if prepare:
+            pattern.prepare()
+    return markers, cues
 
 
 @lru_cache(maxsize=1)
-def failure_cues() -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p) for p in _data()["failure"])
+def _patterns() -> tuple[dict[str, tuple[Pattern, ...]], tuple[Pattern, ...]]:
+    """The markers and cues as :class:`Pattern` objects with their required literals, which spare
+    the search of an expression whose literal is absent; kept in the knowledge cache like the rules."""
+    from distdx.paths import cache_dir, cached
+
+    data = _phases_file()
+    if cache_dir() is None:  # working out the literals pays only when they are kept
+        return _build(data, prepare=False)
+    taxonomy_file = resources.files("distdx.knowledge").joinpath("taxonomy.yaml").read_bytes()
+    return cached("phases", [data, taxonomy_file], lambda: _build(data))
+
+
+def phase_markers() -> dict[str, tuple[Pattern, ...]]:
+    return _patterns()[0]
+
+
+def failure_cues() -> tuple[Pattern, ...]:
+    return _patterns()[1]
 
 
 _WORD = re.compile(r"[A-Za-z][a-z'-]+[,.;:]?")
@@ -43,7 +69,8 @@ def may_report_failure(text: str) -> bool:
     """Whether ``text`` may say that something went wrong: a failure cue anywhere, or prose (an
     issue is written to report a problem, in words no list of cues covers). Only a log with
     neither, or a blank input, reports nothing."""
-    if any(p.search(text) for p in failure_cues()):
+    lowered = fold_case(text)
+    if any(p.search(text, lowered) for p in failure_cues()):
         return True
     for line in text.splitlines():
         if _LOGGED.search(line):
@@ -56,4 +83,5 @@ def may_report_failure(text: str) -> bool:
 
 def phase_evidence(text: str) -> dict[str, int]:
     """Number of distinct markers of each stage found in ``text``."""
-    return {stage: sum(1 for p in patterns if p.search(text)) for stage, patterns in phase_markers().items()}
+    lowered = fold_case(text)
+    return {stage: sum(1 for p in patterns if p.search(text, lowered)) for stage, patterns in phase_markers().items()}

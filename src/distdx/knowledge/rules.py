@@ -53,18 +53,18 @@ class Pattern:
     """A rule's regular expression, compiled on first use and skipped without compiling when a
     literal it requires is absent from the text.
 
-    The required literals (runs of plain characters of which every match contains one) come from
-    parsing the expression, which costs as much as compiling it, so it is worked out only by
-    :meth:`prepare` when the rules are cached (``distdx.knowledge.cache``); a pattern without it simply
-    compiles on first use.
+    The required literals (groups of runs of plain characters: every match contains one literal of
+    each group) come from parsing the expression, which costs as much as compiling it, so they are
+    worked out only by :meth:`prepare` when the rules are cached (``distdx.paths.cached``); a
+    pattern without them simply compiles on first use.
     """
 
-    __slots__ = ("pattern", "literal", "fold", "_compiled")
+    __slots__ = ("pattern", "literals", "fold", "_compiled")
 
     def __init__(self, source: str) -> None:
         self.pattern = source
-        self.literal: tuple[str, ...] | None = None  # every match contains one of these
-        self.fold = False  # the expression ignores case: the literal is lower case, compare lower case
+        self.literals: tuple[tuple[str, ...], ...] | None = None  # every match contains one of each group
+        self.fold = False  # the expression ignores case: the literals are lower case, compare lower case
         self._compiled: re.Pattern[str] | None = None
 
     @property
@@ -74,31 +74,34 @@ class Pattern:
         return self._compiled
 
     def search(self, text: str, lowered: str | None = None) -> re.Match[str] | None:
-        """``pattern.search(text)``; ``lowered`` is ``text.lower()`` when the caller has it."""
+        """``pattern.search(text)``; ``lowered`` is ``fold_case(text)`` when the caller has it."""
         return self.compiled.search(text) if self.could_occur(text, lowered) else None
 
     def could_occur(self, text: str, lowered: str | None = None) -> bool:
-        """False only when no match can be in ``text`` (a literal every match contains is absent);
-        ``lowered`` is ``text.lower()`` when the caller has it. Checked once over a whole document, it
+        """False only when no match can be in ``text`` (no literal of a required group is in it);
+        ``lowered`` is ``fold_case(text)`` when the caller has it. Checked once over a whole document, it
         also spares the per-line search of patterns that cannot fire anywhere in it."""
-        literals = self.literal
-        if literals is None:
+        groups = self.literals
+        if groups is None:
             return True
-        hay = (lowered if lowered is not None else text.lower()) if self.fold else text
-        for lit in literals:
-            if lit in hay:
-                return True
-        return False
+        hay = (lowered if lowered is not None else fold_case(text)) if self.fold else text
+        for group in groups:
+            for lit in group:
+                if lit in hay:
+                    break
+            else:
+                return False
+        return True
 
     def prepare(self) -> None:
-        """Work out the required literal (used before the rules are cached)."""
-        self.literal, self.fold = required_literal(self.pattern)
+        """Work out the required literals (used before the rules are cached)."""
+        self.literals, self.fold = required_literals(self.pattern)
 
-    def __getstate__(self) -> tuple[str, tuple[str, ...] | None, bool]:
-        return self.pattern, self.literal, self.fold
+    def __getstate__(self) -> tuple[str, tuple[tuple[str, ...], ...] | None, bool]:
+        return self.pattern, self.literals, self.fold
 
-    def __setstate__(self, state: tuple[str, tuple[str, ...] | None, bool]) -> None:
-        self.pattern, self.literal, self.fold = state
+    def __setstate__(self, state: tuple[str, tuple[tuple[str, ...], ...] | None, bool]) -> None:
+        self.pattern, self.literals, self.fold = state
         self._compiled = None
 
     def __eq__(self, other: object) -> bool:
@@ -112,13 +115,28 @@ class Pattern:
 
 
 MIN_LITERAL = 3
+# the characters that an ignore-case expression matches to an ASCII letter but whose str.lower()
+# is not that letter (re folds one character at a time; "İ".lower() is two characters)
+_FOLD_FIXES = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
 
 
-def required_literal(source: str) -> tuple[tuple[str, ...] | None, bool]:
-    """Literals of which every match of ``source`` contains at least one (None when none can be
-    told, or one is shorter than MIN_LITERAL), and whether the expression ignores case (the
-    literals are then lower case). A plain sequence gives its longest run of literal characters;
-    alternatives (``a|b``, also inside a group or a repeated-at-least-once item) give one each."""
+def fold_case(text: str) -> str:
+    """``text`` lower-cased so that a literal of an ignore-case expression is in it whenever the
+    expression can match in ``text`` (the haystack for :meth:`Pattern.could_occur`)."""
+    lowered = text.lower()
+    return lowered if lowered.isascii() else text.translate(_FOLD_FIXES).lower()
+
+
+MAX_LITERAL_GROUPS = 4  # checking more of them costs more than the searches they spare
+
+
+def required_literals(source: str) -> tuple[tuple[tuple[str, ...], ...] | None, bool]:
+    """Groups of literals such that every match of ``source`` contains a literal of each group
+    (None when none can be told), and whether they are compared ignoring case (the whole expression
+    or a part of it, ``(?i:...)``, ignores case; the literals are then lower case). In a sequence
+    every literal run, group and repeated-at-least-once item is required; alternatives (``a|b``)
+    give a group of one literal each. Groups whose shortest literal is under MIN_LITERAL characters
+    are left out, the longest ones are kept first."""
     try:
         from re import _constants as sre_constants  # type: ignore[attr-defined]
         from re import _parser as sre_parse  # type: ignore[attr-defined]
@@ -130,38 +148,46 @@ def required_literal(source: str) -> tuple[tuple[str, ...] | None, bool]:
     except Exception:
         return None, False
     ignore_case = bool(parsed.state.flags & re.IGNORECASE)
+    folded = [ignore_case]  # some literal is matched ignoring case: all are then compared lower case
     literal, branch, subpattern = sre_constants.LITERAL, sre_constants.BRANCH, sre_constants.SUBPATTERN
     repeats = (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT)
 
-    def score(alternatives: tuple[str, ...] | None) -> int:
-        return min(map(len, alternatives)) if alternatives else 0
+    def score(group: tuple[str, ...]) -> int:
+        return min(map(len, group))
 
-    def of_sequence(items) -> tuple[str, ...] | None:
-        best: tuple[str, ...] | None = None
+    def of_sequence(items) -> list[tuple[str, ...]]:
+        """The groups (of MIN_LITERAL characters or more) every match of ``items`` satisfies."""
+        groups: list[tuple[str, ...]] = []
         run: list[str] = []
         for op, arg in list(items) + [(None, None)]:
             if op is literal:
                 run.append(chr(arg))
                 continue
-            candidates = [("".join(run),)] if run else []
-            run = []
-            if op is subpattern and not arg[1] and not arg[2]:  # a group without scoped flags
-                candidates.append(of_sequence(arg[3]))
+            if run:
+                groups.append(("".join(run),))
+                run = []
+            if op is subpattern:
+                if arg[1] & re.IGNORECASE:  # a group with scoped flags: (?i:...)
+                    folded[0] = True
+                groups.extend(of_sequence(arg[3]))
             elif op is branch:
-                parts = [of_sequence(p) for p in arg[1]]
-                if all(parts):
-                    candidates.append(tuple(a for p in parts for a in p))
+                best = [max(of_sequence(p), key=score, default=None) for p in arg[1]]
+                if all(best):
+                    groups.append(tuple(a for b in best for a in b))  # type: ignore[union-attr]
             elif op in repeats and arg[0] >= 1:
-                candidates.append(of_sequence(arg[2]))
-            for c in candidates:
-                if score(c) > score(best):
-                    best = c
-        return best
+                groups.extend(of_sequence(arg[2]))
+        return [g for g in groups if score(g) >= MIN_LITERAL]
 
-    found = of_sequence(parsed)
-    if score(found) < MIN_LITERAL or (ignore_case and not all(a.isascii() for a in found)):
-        return None, ignore_case  # (str.lower() is not re's case folding beyond ASCII)
-    return tuple(dict.fromkeys(a.lower() if ignore_case else a for a in found)), ignore_case
+    groups = of_sequence(parsed)
+    fold = folded[0]
+    # compared lower case, a literal is found in fold_case(text) whenever the expression can match
+    # (a case-sensitive one too), but str.lower() is not re's case folding beyond ASCII
+    found = sorted((g for g in groups if not fold or all(a.isascii() for a in g)), key=score, reverse=True)
+    found = found[:MAX_LITERAL_GROUPS]
+    if not found:
+        return None, fold
+    lowered = (tuple(dict.fromkeys(a.lower() if fold else a for a in group)) for group in found)
+    return tuple(dict.fromkeys(lowered)), fold
 
 
 @dataclass(frozen=True)
@@ -323,7 +349,7 @@ def rule_files() -> list[tuple[str, bytes]]:
 def load_rules() -> tuple[Rule, ...]:
     """All rules of the bundled knowledge base, in file then definition order; codes are unique.
     Parsed once per version of the rule files and then read from the knowledge cache."""
-    from distdx.knowledge.cache import cache_dir, cached
+    from distdx.paths import cache_dir, cached
 
     files = rule_files()
     cascade = cascade_file()

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from distdx.paths import cached
 from distdx.yamlio import load_yaml
 
 from distdx.errors import DistdxError
@@ -92,5 +93,5 @@ def _parse(data: dict) -> Taxonomy:
 
 @lru_cache(maxsize=1)
 def taxonomy() -> Taxonomy:
-    text = resources.files("distdx.knowledge").joinpath("taxonomy.yaml").read_text(encoding="utf-8")
-    return _parse(load_yaml(text))
+    raw = resources.files("distdx.knowledge").joinpath("taxonomy.yaml").read_bytes()
+    return _parse(cached("taxonomy", [raw], lambda: load_yaml(raw.decode("utf-8"))))

@@ -23,8 +23,10 @@ import dataclasses
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import resources
 
-from distdx.yamlio import bundled_yaml
+from distdx.paths import cached
+from distdx.yamlio import load_yaml
 from distdx.logs.blocks import stream_key
 from distdx.logs.lines import timestamp_key
 from distdx.logs.models import Block, FirstFailure, LogLine
@@ -50,7 +52,8 @@ class CascadePattern:
 def cascade_patterns() -> tuple[CascadePattern, ...]:
     """The cascade patterns of ``distdx/cascade.yaml`` (all of distdx's cascade knowledge: these patterns
     and the signature rules that describe a consequence), loaded once."""
-    data = bundled_yaml("distdx", "cascade.yaml")
+    raw = resources.files("distdx").joinpath("cascade.yaml").read_bytes()
+    data = cached("cascade", [raw], lambda: load_yaml(raw.decode("utf-8")))
     return tuple(CascadePattern(p["code"], re.compile(p["pattern"]), p["why"]) for p in data["patterns"])
 
 

@@ -186,7 +186,7 @@ def make_line(ctx: SourceContext, lineno: int, raw: str) -> LogLine:
         return LogLine(ctx.source, lineno, text, rank, host, None, local_rank, event,
                        "event" if event.rank is not None else ("prefix" if prefixed_rank else rank_from))
 
-    if "NCCL" in text:
+    if "] NCCL " in text:  # what every tag ends with: the search, slow on long lines, runs on tagged ones only
         m = _NCCL_TAG.search(text)
         if m:
             host = host or m.group(1)

@@ -16,6 +16,7 @@ from functools import lru_cache
 from importlib import resources
 
 from distdx.errors import DistdxError
+from distdx.paths import cached
 from distdx.yamlio import load_yaml
 
 SECRET = "[REDACTED]"
@@ -33,7 +34,8 @@ class SecretPattern:
 @lru_cache(maxsize=1)
 def secret_patterns() -> tuple[SecretPattern, ...]:
     """The patterns of ``secrets.yaml``, compiled."""
-    data = load_yaml(resources.files("distdx.report").joinpath("secrets.yaml").read_text(encoding="utf-8"))
+    raw = resources.files("distdx.report").joinpath("secrets.yaml").read_bytes()
+    data = cached("secrets", [raw], lambda: load_yaml(raw.decode("utf-8")))
     if not isinstance(data, dict) or data.get("version") != 1 or not isinstance(data.get("patterns"), list):
         raise DistdxError("DX-REPORT-001", "secrets.yaml must have `version: 1` and a list of patterns",
                           hint="fix src/distdx/report/secrets.yaml", exit_code=3)

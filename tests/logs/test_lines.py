@@ -28,6 +28,13 @@ def test_pdsh_host_then_torchrun_rank():
     assert (ln.host, ln.rank, ln.text) == ("worker-1", 5, "RuntimeError: boom")
 
 
+def test_a_dotted_exception_name_is_not_a_host_prefix():
+    for text in ("pynvml.NVMLError_InvalidArgument: Invalid Argument", "torch.OutOfMemoryError: CUDA out of memory",
+                 "ray.exceptions.RayTaskError(ValueError): boom"):
+        assert (line(text).host, line(text).text) == (None, text)
+    assert line("node-1.cluster: RuntimeError: boom").host == "node-1.cluster"
+
+
 def test_srun_label():
     ln = line(" 12: ValueError: bad")
     assert (ln.rank, ln.text) == (12, "ValueError: bad")

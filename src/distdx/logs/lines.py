@@ -82,10 +82,18 @@ def collapse_redraws(text: str) -> str:
     return ""
 
 
+_EXCEPTION_INSIDE = re.compile(r"[A-Z]\w*(?:Error|Exception)")
+
+
+def _exception_like(token: str) -> bool:
+    """An exception's name, dotted or not: ``RuntimeError``, ``pynvml.NVMLError_InvalidArgument``."""
+    return token.endswith(_EXCEPTION_SUFFIXES) or bool(_EXCEPTION_INSIDE.match(token.rsplit(".", 1)[-1]))
+
+
 def _is_host_token(token: str, after: str, known: frozenset[str]) -> bool:
     if token in known:
         return True
-    if token.lower() in _NOT_HOSTS or token.endswith(_EXCEPTION_SUFFIXES) or token.isdigit() or _FILE_LIKE.search(token):
+    if token.lower() in _NOT_HOSTS or _exception_like(token) or token.isdigit() or _FILE_LIKE.search(token):
         return False
     # a launcher prefix right behind it proves it is a host
     if after.startswith(("[rank", "[default", "[1,", "[0,")) or _MPI.match(after) or _TORCHRUN_ROLE.match(after):
@@ -98,7 +106,7 @@ def guess_hosts(sample_lines: list[str]) -> frozenset[str]:
     counts: dict[str, int] = {}
     for line in sample_lines:
         m = _HOST.match(line)
-        if m and not m.group(1).endswith(_EXCEPTION_SUFFIXES) and m.group(1).lower() not in _NOT_HOSTS:
+        if m and not _exception_like(m.group(1)) and m.group(1).lower() not in _NOT_HOSTS:
             counts[m.group(1)] = counts.get(m.group(1), 0) + 1
     need = max(3, len(sample_lines) // 20)
     return frozenset(h for h, n in counts.items() if n >= need and not h.isdigit())

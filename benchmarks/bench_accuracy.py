@@ -29,7 +29,7 @@ import json
 import sys
 from pathlib import Path
 
-from distdx.diagnose.evaluate import evaluate
+from distdx.diagnose.evaluate import evaluate, select_cases
 from distdx.knowledge.known_issues import issue_from_case, read_cases
 from distdx.knowledge.rules import load_rules
 from distdx.knowledge.taxonomy import DIMENSIONS
@@ -47,8 +47,7 @@ SETS = (("corpus test", CORPUS, "test", None), ("corpus train", CORPUS, "train",
 
 
 def human_kappa(path: Path, split: str | None, batches: tuple[str, ...] | None = None) -> dict[str, float | None]:
-    cases = [c for c in read_cases(path) if (split is None or c.get("split") == split)
-             and (batches is None or c.get("batch") in batches)]
+    cases = select_cases(path, split, batches)
     pairs = [c["annotations"] for c in cases if isinstance(c.get("annotations"), dict) and len(c["annotations"]) >= 2]
     if not pairs:
         return {}

@@ -52,7 +52,8 @@ def main() -> int:
     # the fit sees the scores new issues get (rules were written from corpus train cases)
     reports = {name: evaluate(path, split=split, strict=True, batches=batches) for name, path, split, batches in SETS}
     # fitted on the train split without the kept-back batches, which check it
-    fit_on = [r for r in reports["corpus train"].results if r.id not in {k.id for k in reports["kept back"].results}]
+    kept_back = {r.id for r in reports["kept back"].results}
+    fit_on = [r for r in reports["corpus train"].results if r.id not in kept_back]
     train = dataclasses.replace(reports["corpus train"], cases=len(fit_on), results=tuple(fit_on))
     tables = {dim: fit(pairs(train, dim)) for dim in DIMENSIONS}
     fitted = [(lookup(tables["symptom"], s), right) for s, right in pairs(train, "symptom")]

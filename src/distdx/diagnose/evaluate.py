@@ -99,6 +99,13 @@ class EvalReport:
         }
 
 
+def select_cases(cases_path: str | Path, split: str | None = None, batches: Sequence[str] | None = None) -> list[dict]:
+    """The labelled cases of a file whose ``split`` is ``split`` and whose ``batch`` is one of ``batches``
+    (None: any)."""
+    return [c for c in read_cases(cases_path) if (split is None or c.get("split") == split)
+            and (batches is None or c.get("batch") in batches)]
+
+
 def evaluate(cases_path: str | Path, *, leave_one_out: bool = True, strict: bool = False,
              split: str | None = None, known_issues: Sequence[KnownIssue] | None = None,
              batches: Sequence[str] | None = None) -> EvalReport:
@@ -107,8 +114,7 @@ def evaluate(cases_path: str | Path, *, leave_one_out: bool = True, strict: bool
     ``known_issues`` replaces the installed known-issue index (to compare two indexes in one run)."""
     from distdx.logs import parse_text
 
-    cases = [c for c in read_cases(cases_path) if (split is None or c.get("split") == split)
-             and (batches is None or c.get("batch") in batches)]
+    cases = select_cases(cases_path, split, batches)
     if not cases:
         which = "".join((f" in split {split!r}" if split else "", f" in batches {', '.join(batches)}" if batches else ""))
         raise DistdxError("DX-EVAL-001", f"{cases_path} has no case{which}",

@@ -371,15 +371,23 @@ def _sizes(args: dict[str, str]) -> dict[str, int | None]:
             "heads": n(args, "num_attention_heads"), "groups": n(args, "num_query_groups")}
 
 
-@fixer("LINT-MEG-001", "LINT-MEG-002")
-def new_pipeline_size(ctx: FileContext, f: Finding):  # noqa: ANN201
+def _launch_sizes(ctx: FileContext, f: Finding) -> tuple[dict[str, int | None], int | None] | None:
+    """The parallel sizes and world size of the launch the finding is on; None outside a shell script or
+    when TP, PP or CP is not a number."""
     if ctx.kind != "shell":
         return None
     args, world = ctx.megatron_args(f.line)
     s = _sizes(args)
-    tp, pp, cp, layers = s["tp"], s["pp"], s["cp"], s["layers"]
-    if not (tp and pp and cp):
+    return (s, world) if s["tp"] and s["pp"] and s["cp"] else None
+
+
+@fixer("LINT-MEG-001", "LINT-MEG-002")
+def new_pipeline_size(ctx: FileContext, f: Finding):  # noqa: ANN201
+    found = _launch_sizes(ctx, f)
+    if found is None:
         return None
+    s, world = found
+    tp, pp, cp, layers = s["tp"], s["pp"], s["cp"], s["layers"]
     if world is not None and world % (tp * cp) == 0:
         options = [p for p in _divisors(world // (tp * cp)) if not layers or layers % p == 0]
     elif world is None and layers:
@@ -396,13 +404,11 @@ def new_pipeline_size(ctx: FileContext, f: Finding):  # noqa: ANN201
 
 @fixer("LINT-MEG-005", "LINT-MEG-006")
 def new_tensor_size(ctx: FileContext, f: Finding):  # noqa: ANN201
-    if ctx.kind != "shell":
+    found = _launch_sizes(ctx, f)
+    if found is None:
         return None
-    args, world = ctx.megatron_args(f.line)
-    s = _sizes(args)
+    s, world = found
     tp, pp, cp = s["tp"], s["pp"], s["cp"]
-    if not (tp and pp and cp):
-        return None
     options = [t for t in range(1, tp + 1) if (not s["heads"] or s["heads"] % t == 0)
                and (not s["groups"] or s["groups"] % t == 0) and (world is None or world % (t * pp * cp) == 0)]
     new = _closest(options, tp)

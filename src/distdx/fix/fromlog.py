@@ -73,7 +73,7 @@ def _env_settings(settings: tuple[str, ...]) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in map(_ENV_SETTING.match, settings) if m]
 
 
-def _script_env_repair(script: str, base: FileFix | None, env: list[tuple[str, str, str]],
+def _script_env_repair(script: str, base: FileFix | None, env: dict[str, tuple[str, str]],
                        log: str) -> Repair | None:
     """F1 written into the launch script: each concrete setting as an ``export`` (or the script's own
     assignment given the new value), on top of the F3 fixes of the same script when there are any, so the
@@ -87,7 +87,7 @@ def _script_env_repair(script: str, base: FileFix | None, env: list[tuple[str, s
         original = read_text(script)
         base = FileFix(script, original, original, ())
     text, applied = base.fixed, []
-    for name, value, why in env:
+    for name, (value, why) in env.items():
         edit = set_env(text, name, value, why)
         if edit is None:
             continue
@@ -98,9 +98,9 @@ def _script_env_repair(script: str, base: FileFix | None, env: list[tuple[str, s
     shown = FileFix(script, base.fixed, text, tuple(applied))
     combined = replace(base, fixed=text, applied=base.applied + tuple(applied))
     names = ", ".join(f.field for f in applied)
+    command = f"distdx fix --from-log {shlex.quote(log)} --script {shlex.quote(script)} --write --unsafe-fixes"
     return Repair("F1", f"environment settings in {script}", f"{names} set in the launch script",
-                  diff=shown.diff(), command=f"distdx fix --from-log {shlex.quote(log)} --script {shlex.quote(script)} --write --unsafe-fixes",
-                  file_fix=combined)
+                  diff=shown.diff(), command=command, file_fix=combined)
 
 
 def _ds_setup(data: dict, world: int, seq_len: int):  # noqa: ANN202
@@ -233,12 +233,12 @@ def fixes_from_log(logs: list[str], config: str | None = None, script: str | Non
                           hint="pass the log of the failed run (all ranks' output)")
     repairs: list[Repair] = []
     lines = [e.line.text for e in diagnosis.evidence] + ([diagnosis.first_failure.text] if diagnosis.first_failure else [])
-    env: dict[str, tuple[str, str, str]] = {}  # name -> (name, value, why): the first trigger's value wins
+    env: dict[str, tuple[str, str]] = {}  # name -> (value, why): the first trigger's value wins
     for pattern, settings, why, source in _settings():
         if any(pattern.search(text) for text in lines):
             repairs.append(Repair("F1", "environment / launch settings", f"{why} ({source})", settings))
             for name, value in _env_settings(settings):
-                env.setdefault(name, (name, value, why))
+                env.setdefault(name, (value, why))
     if diagnosis.top("fix_pattern") == "F2":
         repair = _version_repair(parsed.text)
         if repair is not None:
@@ -258,7 +258,7 @@ def fixes_from_log(logs: list[str], config: str | None = None, script: str | Non
                                           x.kind == "unsafe" for x in f.applied) else ""), file_fix=f))
     if script and env:
         base = next((r.file_fix for r in repairs if r.file_fix is not None and r.file_fix.file == script), None)
-        repair = _script_env_repair(script, base, list(env.values()), logs[0])
+        repair = _script_env_repair(script, base, env, logs[0])
         if repair is not None:
             repairs.append(repair)
     memory_failure = diagnosis.top("fix_pattern") == "F5" or diagnosis.top("symptom") == "4.2"

@@ -6,7 +6,7 @@ of ../shared/cases (dev) and corpus/cases.jsonl by scripts/f2_version_questions.
 from the case's own text (context and log): the versions it quotes are kept, its errors are evidence.
 
 Knowledge compared:
-- "table": everything (compat.yaml version_rules, compat_releases.yaml, api_history.json.gz: API history
+- "table": everything (compat.yaml version_rules with the known-bug entries, compat_releases.yaml, api_history.json.gz: API history
   from release tags and PyPI wheels, and the messages later releases removed);
 - "messages applied": the same, with the removed-message evidence also constraining the answer (it is
   only reported by default: this row measures what applying it would change);

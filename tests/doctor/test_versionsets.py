@@ -48,12 +48,34 @@ FIXTURES = {
     "VS-ARCH-009": ({"evidence": "nvcc fatal   : Unsupported gpu architecture 'compute_90a'"}, "cuda", "12.0", "11.8"),
     "VS-ARCH-010": ({"evidence": "nvcc fatal   : Unsupported gpu architecture 'compute_35'"}, "cuda", "11.8", "12.1"),
     "VS-ARCH-011": ({"evidence": "nvcc fatal   : Unsupported gpu architecture 'compute_30'"}, "cuda", "10.2", "11.0"),
+    "VS-BUG-001": ({"evidence": '"zero_optimization": {"stage": 3, "zero_hpz_partition_size": 8}\n'
+                                "step 120 loss 0.0 grad_norm nan"}, "deepspeed", "0.13.5", "0.13.4"),
+    "VS-BUG-002": ({"evidence": "ZeRO stage 3 with offload_optimizer to cpu\n  File \"deepspeed/runtime/zero/stage3.py\", "
+                                "in step\nRuntimeError: Expected all tensors to be on the same device, but found at "
+                                "least two devices, cuda:0 and cpu!"}, "deepspeed", "0.14.0", "0.14.2"),
+    "VS-BUG-003": ({"evidence": '"scheduler": {"type": "WarmupCosineLR", "params": {"total_num_steps": 100, '
+                                '"warmup_num_steps": 100}}\nZeroDivisionError: float division by zero'},
+                   "deepspeed", "0.19.3", "0.19.2"),
+    "VS-BUG-004": ({"evidence": "pydantic_core._pydantic_core.ValidationError: 1 validation error for "
+                                "DeepSpeedMoEConfig\nmoe\n  Extra inputs are not permitted"}, "deepspeed", "0.19.3",
+                   "0.18.9"),
+    "VS-FEAT-001": ({"evidence": "AssertionError: Gated delta net does not support context parallel for now, but got "
+                                 "self.context_parallel_size=2."}, "megatron-core", "0.18.0", "0.17.1"),
 }
 # near misses: the same words that must not fire the rule
 NO_MATCH = {
     "VS-EVID-001": {"evidence": "from torch import inf  # torch six"},
     "VS-ARCH-006": {"evidence": "building for compute_86 with nvcc 12.1: ok"},
     "VS-ARCH-008": {"evidence": "nvcc fatal   : Unsupported gpu architecture 'compute_100'"},
+    # hpZ without a loss or NaN symptom; the symptom without hpZ
+    "VS-BUG-001": {"evidence": '"zero_hpz_partition_size": 8\nRuntimeError: CUDA out of memory\nstep 3 loss 0.52'},
+    # the same device error without offload (a model left on the CPU, not this regression)
+    "VS-BUG-002": {"evidence": "ZeRO-3\nRuntimeError: Expected all tensors to be on the same device, but found at "
+                               "least two devices, cuda:0 and cpu!"},
+    "VS-BUG-003": {"evidence": "WarmupCosineLR: warmup_num_steps=100 total_num_steps=1000\nZero division avoided"},
+    "VS-BUG-004": {"evidence": "1 validation error for DeepSpeedZeroConfig\nstage\n  Input should be a valid integer"},
+    # context parallelism with a model that has no gated delta net
+    "VS-FEAT-001": {"evidence": "Llama-3 8B with context_parallel_size 2: CUDA out of memory"},
 }
 
 
@@ -81,6 +103,32 @@ def test_rule_near_miss(code):
     vs = version_set([package], **NO_MATCH[code])
     pin = vs.pin(package)
     assert pin is None or code not in {c.code for c in pin.clauses}
+
+
+def test_known_bug_is_silent_for_a_release_outside_it():
+    evidence = FIXTURES["VS-BUG-002"][0]["evidence"]
+    inside = version_set(["deepspeed"], evidence=evidence, installed={"deepspeed": "0.14.2"})
+    assert "VS-BUG-002" in {c.code for c in inside.pin("deepspeed").clauses}
+    outside = version_set(["deepspeed"], evidence=evidence, installed={"deepspeed": "0.15.1"})
+    assert outside.pin("deepspeed") is None or "VS-BUG-002" not in {c.code for c in outside.pin("deepspeed").clauses}
+    # the same from a version the text quotes
+    quoted = version_set(["deepspeed"], evidence=evidence + "\ndeepspeed==0.12.6")
+    assert quoted.pin("deepspeed") is None or "VS-BUG-002" not in {c.code for c in quoted.pin("deepspeed").clauses}
+
+
+def test_a_regression_excludes_its_releases_and_keeps_both_ways_out():
+    pin = version_set(["deepspeed"], **FIXTURES["VS-BUG-002"][0]).pin("deepspeed")
+    # going back to 0.14.0 and forward to 0.14.3 are both admitted; the constraints file says so as pip reads it
+    assert pin.contains("0.14.0") and pin.contains("0.14.3") and pin.contains("0.16.0")
+    assert not pin.contains("0.14.1") and not pin.contains("0.14.2")
+    assert Requirement("deepspeed" + pin.specifier).specifier.contains("0.14.0")
+
+
+def test_affects_belongs_to_evidence_rules():
+    good = (ROOT / "src/distdx/doctor/compat_releases.yaml").read_text(encoding="utf-8")
+    with pytest.raises(DistdxError):
+        load_table("version_rules:\n  - {code: VS-X-004, when: {torch: '>=2'}, affects: {torch: '<2.1'}, "
+                   "requires: {python: '>=3'}, source: s}\n", good)
 
 
 def test_codes_are_unique_and_every_rule_has_a_source():
@@ -183,9 +231,8 @@ def test_f2_questions_are_what_the_script_derives():
 
 
 def test_f2_questions_of_the_shared_cases():
-    """The done-when target is 80 % hits; this holds the floor measured (7 of 12 since transformers'
-    API history from its wheels) and that the table never answers with a set that misses the named
-    version."""
+    """The done-when target is 80 % hits: 10 of 12 since the known-bug entries (VS-BUG, VS-FEAT); the
+    table never answers with a set that misses the named version."""
     cases = {}
     for path in (ROOT / "corpus/dev.jsonl", ROOT / "corpus/cases.jsonl"):
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -199,7 +246,8 @@ def test_f2_questions_of_the_shared_cases():
             verdicts.append(answer_question(q["package"], q["version"], q["relation"],
                                             c["context"] + "\n\n" + c["log"])[0])
     assert verdicts.count("miss") == 0
-    assert verdicts.count("hit") >= 7, verdicts
+    assert verdicts.count("hit") >= 10, verdicts
+    assert verdicts.count("hit") / len(verdicts) >= 0.80
 
 
 def test_installed_requires_dist_constrains_the_packages_in_question():

@@ -25,6 +25,7 @@ constraints file, each line with its reasons and sources, and the one command th
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import re
@@ -59,6 +60,9 @@ class VersionRule:
     source: str
     reason: str = ""
     evidence: str | None = None
+    #: a known bug's releases (evidence rules only): the rule stays silent when the text or the machine
+    #: shows a version of that package outside them, since that release cannot have printed it
+    affects: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -163,12 +167,15 @@ def parse_rules(entries: Iterable[dict], where: str) -> tuple[VersionRule, ...]:
             except re.error as err:
                 raise _bad(where, f"{code}: evidence pattern: {err}") from None
         when = {_name(k): _spec(v, f"{where} {code}") for k, v in (e.get("when") or {}).items()}
+        affects = {_name(k): _spec(v, f"{where} {code}") for k, v in (e.get("affects") or {}).items()}
+        if affects and not e.get("evidence"):
+            raise _bad(where, f"{code}: `affects` belongs to an evidence rule (a known bug's releases)")
         if len(when) > 1:
             raise _bad(where, f"{code}: `when` names one package (a rule is one release range's needs)")
         requires = {_name(k): tuple(_spec(a, f"{where} {code}") for a in (v if isinstance(v, list) else [v]))
                     for k, v in e["requires"].items()}
         rules.append(VersionRule(code=code, when=when, requires=requires, source=str(e["source"]),
-                                 reason=str(e.get("reason", "")), evidence=e.get("evidence")))
+                                 reason=str(e.get("reason", "")), evidence=e.get("evidence"), affects=affects))
     return tuple(rules)
 
 
@@ -478,6 +485,19 @@ def _tightest(specs: list[str]) -> str:
     return ",".join([str(x) for x in (lower, upper) if x is not None] + sorted(rest))
 
 
+def _without_holes(clauses: list[Clause]) -> list[Clause]:
+    """The clauses with their one-by-one exclusions (``!=``) dropped; a clause left empty goes."""
+    out = []
+    for c in clauses:
+        if len(c.alternatives) == 1:
+            rest = ",".join(str(s) for s in SpecifierSet(c.alternatives[0]) if s.operator != "!=")
+            if not rest:
+                continue
+            c = dataclasses.replace(c, alternatives=(rest,))
+        out.append(c)
+    return out
+
+
 _FLOOR, _CEILING = Version("0"), Version("99999")  # stand for "below every bound" and "above every bound"
 
 
@@ -487,8 +507,13 @@ def _collapse(clauses: list[Clause], releases: tuple[str, ...]) -> tuple[str, st
     meets every clause (known releases and the bounds the clauses name), and where a clause offers
     exact series (``==12.1.*``) the series that version is in."""
     probes = sorted(set(_probes(clauses, releases)) | {_FLOOR, _CEILING})
-    ok = [all(c.contains(v) for c in clauses) for v in probes]
-    good = [v for v, fine in zip(probes, ok) if fine]
+    fits = [all(c.contains(v) for c in clauses) for v in probes]
+    good = [v for v, fine in zip(probes, fits) if fine]
+    # releases a clause excludes one by one (``!=0.14.1``: a known bug's releases) are holes pip can
+    # express as they are: the range is found without them and they are added to it
+    holes = [str(s) for c in clauses if len(c.alternatives) == 1 for s in SpecifierSet(c.alternatives[0])
+             if s.operator == "!="]
+    ok = [all(c.contains(v) for c in _without_holes(clauses)) for v in probes] if holes else fits
     released = [v for v in good if str(v) in releases]
     real = [v for v in good if v not in (_FLOOR, _CEILING)]
     target = max(released or real or good, default=None)
@@ -501,7 +526,7 @@ def _collapse(clauses: list[Clause], releases: tuple[str, ...]) -> tuple[str, st
     hi = at
     while hi + 1 < len(probes) and ok[hi + 1]:
         hi += 1
-    fixed = [c.alternatives[0] for c in clauses if len(c.alternatives) == 1]
+    fixed = [c.alternatives[0] for c in _without_holes(clauses) if len(c.alternatives) == 1] + holes
     run = []
     if probes[lo] != _FLOOR:
         run.append(f">={probes[lo]}")
@@ -548,7 +573,9 @@ def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None 
     for rule in tab.rules:
         if rule.evidence is not None:
             if re.search(rule.evidence, evidence or "") and all(
-                    k in kept and _satisfies(kept[k], [v]) for k, v in rule.when.items()):
+                    k in kept and _satisfies(kept[k], [v]) for k, v in rule.when.items()) and all(
+                    k not in seen or not _is_version(seen[k]) or _satisfies(seen[k], [v])
+                    for k, v in rule.affects.items()):
                 for pkg, alts in rule.requires.items():
                     if pkg in clauses:
                         clauses[pkg].append(Clause(alts, rule.reason or "named by the evidence", rule.source,

@@ -50,7 +50,7 @@ MAX_FILE = 20 << 20
 # documented exit statuses per command (docs/cli: 0 ok, 1 findings, 2 bad input, 4 no failure found)
 EXITS = {"diagnose": {0, 2, 4}, "lint": {0, 1, 2}, "estimate": {0, 1, 2}, "doctor": {0, 1, 2},
          "study": {0, 1, 2}, "kb": {0, 2}, "eval": {0, 1, 2}, "taxonomy": {0, 2}, "rules": {0, 1, 2},
-         "lab": {0, 1, 2}, "run": {0, 1, 2}}
+         "lab": {0, 1, 2}, "run": {0, 1, 2}, "fix": {0, 1, 2}}
 
 SECRETS = ["ghp_" + "Zq8" * 12, "hf_" + "Xk4Lm9" * 5, "sk-proj-" + "Ab3Cd5Ef7" * 3, "AKIA" + "QW3RTY7UIOPA5SDF",
            "xoxb-1234567890-" + "aBcDeF" * 3, "glpat-" + "Hy6Tg5Rf4Ed3Ws2Qa1Zx",
@@ -401,6 +401,47 @@ def lint_cases(rnd: random.Random) -> list[Case]:
     return cases
 
 
+def fix_cases(rnd: random.Random) -> list[Case]:
+    """`distdx fix` on the lint family's hostile files: the diff alone must change nothing, --out writes
+    only its copy, --write only the file and its backup; and repairs from the diagnose family's logs,
+    with hostile configs and scripts beside them and planted secrets that JSON must not show."""
+    cases = []
+    sources = [c for c in lint_cases(rnd) if len(c.argv) == 2 and c.files and c.argv[1] in c.files]
+    for i, c in enumerate(sources):
+        name = c.argv[1]
+        cases.append(Case(f"fix/diff-{name}", "fix", ["fix", name], c.files, valid=c.valid))
+        if i % 3 == 0:
+            cases.append(Case(f"fix/out-{name}", "fix", ["fix", "--unsafe-fixes", "--out", "out/fixed", name],
+                              c.files, outputs=("out",)))
+        if i % 4 == 1:
+            cases.append(Case(f"fix/write-{name}", "fix", ["fix", "--write", "--unsafe-fixes", name], c.files,
+                              outputs=(name, name + ".bak")))
+    logs = [(n, d) for n, d, _ in log_texts(rnd)]
+    configs = [c for c in sources if c.argv[1].endswith(".json")]
+    scripts = [c for c in sources if c.argv[1].endswith(".sh")]
+    for i, (name, data) in enumerate(logs):
+        cfg, sh = rnd.choice(configs), rnd.choice(scripts)
+        files = {"job.log": data, "ds.json": cfg.files[cfg.argv[1]], "run.sh": sh.files[sh.argv[1]]}
+        cases.append(Case(f"fix/from-log-{name}", "fix", ["fix", "--from-log", "job.log", "--config", "ds.json",
+                                                          "--script", "run.sh", "--format", "json"], files))
+        cases.append(Case(f"fix/from-log-write-{name}", "fix",
+                          ["fix", "--from-log", "job.log", "--config", "ds.json", "--script", "run.sh", "--write",
+                           "--unsafe-fixes", "--constraints-out", "out/c.txt"], files,
+                          outputs=("ds.json", "ds.json.bak", "run.sh", "run.sh.bak", "out")))
+    for i in range(3):
+        cases.append(Case(f"fix/from-log-secrets{i}", "fix", ["fix", "--from-log", "job.log", "--format", "json"],
+                          {"job.log": secret_log(rnd, list(SECRETS))}, secrets=tuple(SECRETS)))
+    cases.append(Case("fix/from-log-missing", "fix", ["fix", "--from-log", "nope.log"]))
+    cases.append(Case("fix/from-log-dev-zero", "fix", ["fix", "--from-log", "/dev/zero"]))
+    cases.append(Case("fix/out-exists", "fix", ["fix", "--out", "taken.json", "ds.json"],
+                      {"ds.json": b'{"train_batch_size": "8"}', "taken.json": b"mine"}))
+    cases.append(Case("fix/write-and-out", "fix", ["fix", "--write", "--out", "x.json", "ds.json"],
+                      {"ds.json": _json_bytes(_ds_config(rnd))}))
+    cases.append(Case("fix/no-files", "fix", ["fix"]))
+    cases.append(Case("fix/folder", "fix", ["fix", "cfg"], {f"cfg/{i}.json": _json_bytes(_ds_config(rnd)) for i in range(20)}))
+    return cases
+
+
 def estimate_cases(rnd: random.Random) -> list[Case]:
     cases = []
     bad_numbers = ["0", "-1", "-7e9", "1e400", "nan", "inf", "-inf", "7B7", "\u00b2", "\u0667", "9" * 5000, "", " ",
@@ -591,7 +632,7 @@ def misc_cases(rnd: random.Random) -> list[Case]:
     return cases
 
 
-FAMILIES = (diagnose_cases, lint_cases, estimate_cases, doctor_cases, study_cases, kb_eval_cases, misc_cases)
+FAMILIES = (diagnose_cases, lint_cases, fix_cases, estimate_cases, doctor_cases, study_cases, kb_eval_cases, misc_cases)
 
 
 def generate(seed: int = 0) -> list[Case]:

@@ -10,7 +10,7 @@ from tests.benchmarks import load_benchmark
 
 hostile = load_benchmark("hostile")
 
-COMMANDS = {"diagnose", "eval", "taxonomy", "rules", "doctor", "lint", "estimate", "run", "lab", "study", "kb"}
+COMMANDS = {"diagnose", "eval", "taxonomy", "rules", "doctor", "lint", "estimate", "run", "lab", "study", "kb", "fix"}
 
 
 def test_the_generator_is_deterministic_covers_every_command_and_has_700_cases():

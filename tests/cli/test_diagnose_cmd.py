@@ -95,3 +95,34 @@ def test_no_failure_in_the_input_has_its_own_exit_code(stdin):
     assert p.returncode == 4, p.stdout
     assert p.stdout.decode().startswith("distdx: No failure found")
     assert "4 no failure found" in run("diagnose", "--help").stdout.decode().replace("\n", " ").replace("  ", " ")
+
+
+REGRESSION = (b"Using ZeRO stage 3 with offload_optimizer device cpu\n[rank1]: Traceback (most recent call last):\n"
+              b'[rank1]:   File "/opt/venv/lib/python3.10/site-packages/deepspeed/runtime/zero/stage3.py", line 2100, '
+              b"in step\n[rank1]: RuntimeError: Expected all tensors to be on the same device, but found at least two "
+              b"devices, cuda:1 and cpu!\nexport HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz012345\n")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
+def test_fix_shows_the_repairs_after_the_diagnosis(fmt):
+    p = run("diagnose", "-", "--fix", "--format", fmt, stdin=REGRESSION)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.decode()
+    if fmt == "json":
+        data = json.loads(out)
+        f2 = next(r for r in data["repairs"] if r["pattern"] == "F2")
+        assert "deepspeed!=0.14.1,!=0.14.2" in f2["settings"]
+        assert data["classification"]["fix_pattern"][0]["id"] == "F2"
+    else:
+        assert "[F2] a compatible version set" in out and "deepspeed!=0.14.1,!=0.14.2" in out
+        assert "distdx fix --from-log LOG --constraints-out PATH" in out
+    if fmt != "text":  # shareable formats keep redacting
+        assert "hf_abcdefghij" not in out
+    # without --fix nothing of it shows, and the JSON has no repairs field
+    plain = run("diagnose", "-", "--format", fmt, stdin=REGRESSION).stdout.decode()
+    assert "deepspeed!=0.14.1" not in plain and '"repairs"' not in plain
+
+
+def test_fix_on_a_log_without_failure_keeps_exit_4():
+    p = run("diagnose", "-", "--fix", stdin=b"epoch 1 loss 0.52\nsaved checkpoint to ./out\n")
+    assert p.returncode == 4 and b"no repair follows" in p.stdout

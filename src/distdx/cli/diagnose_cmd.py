@@ -28,18 +28,33 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also replace host names and IPs with stable placeholders, in every format")
     p.add_argument("--no-redact", action="store_true",
                    help="keep secrets in JSON and Markdown output (they are replaced by default)")
+    p.add_argument("--fix", action="store_true",
+                   help="also show the repairs the diagnosis calls for (what `distdx fix --from-log` shows; "
+                        "use that command with --config/--script to get and write the file changes)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from distdx.diagnose import diagnose_files
+    from distdx.diagnose import diagnose
+    from distdx.logs import read_logs
     from distdx.report.diagnosis import render_json, render_markdown, render_text
 
-    diagnosis = diagnose_files(args.inputs, stdin=sys.stdin.buffer)
+    parsed = read_logs(args.inputs, stdin=sys.stdin.buffer)
+    diagnosis = diagnose(parsed)
+    repairs = None
+    if args.fix:
+        from distdx.fix.fromlog import repairs_for
+
+        repairs = repairs_for(parsed, diagnosis)
+    hint = "(`distdx fix --from-log LOG --constraints-out PATH` writes the constraints file)"
+    lines = (repairs.lines(constraints_hint=hint) or ["no repair follows from the log alone: `distdx fix --from-log LOG --config C "
+                                 "--script S` fills them from the run's files"]) if repairs is not None else []
     if args.format == "json":
-        emit(render_json(diagnosis, redact_secrets=not args.no_redact, redact_hosts=args.redact_hosts))
+        emit(render_json(diagnosis, redact_secrets=not args.no_redact, redact_hosts=args.redact_hosts,
+                         extra={"repairs": repairs.to_dict()["repairs"]} if repairs is not None else None))
     elif args.format == "markdown":
-        emit(render_markdown(diagnosis, redact_secrets=not args.no_redact, redact_hosts=args.redact_hosts))
+        emit(render_markdown(diagnosis, redact_secrets=not args.no_redact, redact_hosts=args.redact_hosts,
+                             repairs=lines))
     else:
-        emit(render_text(diagnosis, verbose=args.verbose, redact_hosts=args.redact_hosts))
+        emit(render_text(diagnosis, verbose=args.verbose, redact_hosts=args.redact_hosts, repairs=lines))
     return EXIT_NO_FAILURE if diagnosis.verdict == "no_failure" else 0

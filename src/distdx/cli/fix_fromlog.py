@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 
 from distdx.cli import emit
 from distdx.errors import EXIT_FINDINGS, EXIT_OK
@@ -42,20 +41,7 @@ def run_from_log(args: argparse.Namespace) -> int:
         emit(json.dumps({**result.to_dict(), "constraints_written": written or None, "written": files}, indent=2))
     else:
         out = [f"diagnosis: {result.headline} (fix pattern {result.fix_pattern or 'unknown'})"]
-        for r in result.repairs:
-            out.append(f"[{r.pattern}] {r.title}: {r.why}")
-            out.extend(f"    {s}" for s in r.settings)
-            if r.diff:
-                out.append(r.diff.rstrip("\n"))
-            if r.command:
-                command = r.command
-                if written and r.constraints:
-                    from distdx.doctor.versionsets import CONSTRAINTS_FILE
-
-                    command = command.replace(CONSTRAINTS_FILE, shlex.quote(written))
-                out.append(f"    run: {command}")
-            if r.constraints and not written:
-                out.append("    (--constraints-out PATH writes the constraints file)")
+        out += result.lines(written)
         if written:
             out.append(f"wrote the constraints to {written}")
         out.extend(f"wrote {w['file']}" + (f" (original kept as {w['backup']})" if w["backup"] else "") for w in files)

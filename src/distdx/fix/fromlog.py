@@ -57,6 +57,27 @@ class LogRepairs:
     def to_dict(self) -> dict:
         return {"headline": self.headline, "fix_pattern": self.fix_pattern, "repairs": [r.to_dict() for r in self.repairs]}
 
+    def lines(self, constraints_path: str = "",
+              constraints_hint: str = "(--constraints-out PATH writes the constraints file)") -> list[str]:
+        """The repairs as text lines (each with its settings, diff and command); ``constraints_path``: where
+        the F2 constraints file was written, which the command then names; else ``constraints_hint``."""
+        from distdx.doctor.versionsets import CONSTRAINTS_FILE
+
+        out = []
+        for r in self.repairs:
+            out.append(f"[{r.pattern}] {r.title}: {r.why}")
+            out.extend(f"    {s}" for s in r.settings)
+            if r.diff:
+                out.append(r.diff.rstrip("\n"))
+            if r.command:
+                command = r.command
+                if constraints_path and r.constraints:
+                    command = command.replace(CONSTRAINTS_FILE, shlex.quote(constraints_path))
+                out.append(f"    run: {command}")
+            if r.constraints and not constraints_path:
+                out.append(f"    {constraints_hint}")
+        return out
+
 
 @lru_cache(maxsize=1)
 def _settings() -> tuple[tuple[re.Pattern[str], tuple[str, ...], str, str], ...]:
@@ -231,6 +252,17 @@ def fixes_from_log(logs: list[str], config: str | None = None, script: str | Non
         raise DistdxError("DX-FIX-005", "the log reports no failure, so there is nothing to repair",
                           why="repairs are filled from the diagnosis of a failure",
                           hint="pass the log of the failed run (all ranks' output)")
+    return repairs_for(parsed, diagnosis, config=config, script=script, lint_options=lint_options, model=model,
+                       gpu_memory=gpu_memory, seq_len=seq_len, log_name=logs[0])
+
+
+def repairs_for(parsed, diagnosis, *, config: str | None = None, script: str | None = None,  # noqa: ANN001
+                lint_options: LintOptions = LintOptions(), model=None, gpu_memory: int | None = None,  # noqa: ANN001
+                seq_len: int = 2048, log_name: str = "LOG") -> LogRepairs:
+    """The repairs a diagnosis (of ``parsed``, a :class:`distdx.logs.ParsedLog`) calls for: what
+    :func:`fixes_from_log` and ``distdx diagnose --fix`` show. ``log_name`` is the log as a command names it."""
+    if diagnosis.verdict == "no_failure":
+        return LogRepairs(diagnosis.headline, None, ())
     repairs: list[Repair] = []
     lines = [e.line.text for e in diagnosis.evidence] + ([diagnosis.first_failure.text] if diagnosis.first_failure else [])
     env: dict[str, tuple[str, str]] = {}  # name -> (value, why): the first trigger's value wins
@@ -258,7 +290,7 @@ def fixes_from_log(logs: list[str], config: str | None = None, script: str | Non
                                           x.kind == "unsafe" for x in f.applied) else ""), file_fix=f))
     if script and env:
         base = next((r.file_fix for r in repairs if r.file_fix is not None and r.file_fix.file == script), None)
-        repair = _script_env_repair(script, base, env, logs[0])
+        repair = _script_env_repair(script, base, env, log_name)
         if repair is not None:
             repairs.append(repair)
     memory_failure = diagnosis.top("fix_pattern") == "F5" or diagnosis.top("symptom") == "4.2"

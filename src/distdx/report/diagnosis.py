@@ -33,13 +33,21 @@ def shareable(text: str, d: Diagnosis, *, secrets: bool, hosts: bool) -> str:
     return redact_secrets(text) if secrets else text
 
 
-def render_json(d: Diagnosis, *, redact_secrets: bool = True, redact_hosts: bool = False) -> str:
-    return shareable(json.dumps(d.to_dict(), indent=2, ensure_ascii=False), d, secrets=redact_secrets, hosts=redact_hosts)
+def render_json(d: Diagnosis, *, redact_secrets: bool = True, redact_hosts: bool = False,
+                extra: dict | None = None) -> str:
+    """``extra``: more top-level fields (``repairs`` of ``diagnose --fix``), redacted like the rest."""
+    return shareable(json.dumps({**d.to_dict(), **(extra or {})}, indent=2, ensure_ascii=False), d,
+                     secrets=redact_secrets, hosts=redact_hosts)
 
 
-def render_text(d: Diagnosis, *, verbose: bool = False, redact_hosts: bool = False) -> str:
-    """For the terminal: secrets are kept unless host redaction is asked for (which redacts both)."""
-    return shareable(_text(d, verbose), d, secrets=False, hosts=redact_hosts)
+def render_text(d: Diagnosis, *, verbose: bool = False, redact_hosts: bool = False,
+                repairs: list[str] | tuple[str, ...] = ()) -> str:
+    """For the terminal: secrets are kept unless host redaction is asked for (which redacts both).
+    ``repairs``: the lines of ``diagnose --fix``, shown after the diagnosis."""
+    text = _text(d, verbose)
+    if repairs:
+        text = text.rstrip("\n") + "\n\nrepairs (what `distdx fix --from-log` would do):\n" + "\n".join(repairs) + "\n"
+    return shareable(text, d, secrets=False, hosts=redact_hosts)
 
 
 SETTLE = ("the failing rank's full log (every rank's, if unsure), the launcher's summary or error files, "
@@ -115,7 +123,8 @@ def _text(d: Diagnosis, verbose: bool) -> str:
     return "\n".join(out)
 
 
-def render_markdown(d: Diagnosis, *, redact_secrets: bool = True, redact_hosts: bool = False) -> str:
+def render_markdown(d: Diagnosis, *, redact_secrets: bool = True, redact_hosts: bool = False,
+                    repairs: list[str] | tuple[str, ...] = ()) -> str:
     tax = taxonomy()
     out = ["## distdx diagnosis", "", f"**{d.headline}**", "",
            f"Verdict: {d.verdict}, confidence {d.confidence:.2f}; {_tier_words(d)}."
@@ -142,4 +151,6 @@ def render_markdown(d: Diagnosis, *, redact_secrets: bool = True, redact_hosts: 
         out += ["", "### Fix", ""] + [f"{i}. {f.step}" for i, f in enumerate(d.fixes, 1)]
     if d.similar:
         out += ["", "### Similar known issues", ""] + [f"- [{s.title}]({s.url}) (similarity {s.similarity:.2f})" for s in d.similar]
+    if repairs:
+        out += ["", "### Repairs", "", "```", *repairs, "```"]
     return shareable("\n".join(out) + "\n", d, secrets=redact_secrets, hosts=redact_hosts)

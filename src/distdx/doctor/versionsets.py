@@ -6,7 +6,8 @@ release of twelve frameworks declares, read from its requirement files at each r
 ``scripts/compat_from_mirrors.py``). With an ``Environment``, the Requires-Dist of each installed
 distribution counts too. A rule says: every version of the ``when`` package in that
 range needs ``requires`` (a list means any one of them). An evidence rule applies when its pattern
-occurs in the diagnosis text. ``api_history.json.gz`` (generated with it) says which releases of nine
+occurs in the diagnosis text; a known bug's (``affects``: the releases that have it) only when no version
+outside those releases is installed or quoted. ``api_history.json.gz`` (generated with it) says which releases of nine
 frameworks and of transformers (read from its PyPI wheels) have each module, public name and class
 method, and which Pythons each standard-library module and name (typeshed), so an import or attribute
 error names the releases that have what it lacks. It also holds each framework's removed messages: the
@@ -513,7 +514,8 @@ def _collapse(clauses: list[Clause], releases: tuple[str, ...]) -> tuple[str, st
     # express as they are: the range is found without them and they are added to it
     holes = [str(s) for c in clauses if len(c.alternatives) == 1 for s in SpecifierSet(c.alternatives[0])
              if s.operator == "!="]
-    ok = [all(c.contains(v) for c in _without_holes(clauses)) for v in probes] if holes else fits
+    solid = _without_holes(clauses) if holes else clauses
+    ok = [all(c.contains(v) for c in solid) for v in probes] if holes else fits
     released = [v for v in good if str(v) in releases]
     real = [v for v in good if v not in (_FLOOR, _CEILING)]
     target = max(released or real or good, default=None)
@@ -526,7 +528,7 @@ def _collapse(clauses: list[Clause], releases: tuple[str, ...]) -> tuple[str, st
     hi = at
     while hi + 1 < len(probes) and ok[hi + 1]:
         hi += 1
-    fixed = [c.alternatives[0] for c in _without_holes(clauses) if len(c.alternatives) == 1] + holes
+    fixed = [c.alternatives[0] for c in solid if len(c.alternatives) == 1] + holes
     run = []
     if probes[lo] != _FLOOR:
         run.append(f">={probes[lo]}")

@@ -2,7 +2,9 @@
 needs (its own requirement files at every release tag of its git repository), and
 ``api_history.json.gz``, which releases have each of its modules, public names and methods, and which
 messages (raised, asserted, logged) its later releases no longer have; packages without a mirror
-(transformers) are read from their PyPI wheels by ``scripts/api_from_wheels.py``.
+(transformers) are read from their PyPI wheels by ``scripts/api_from_wheels.py``, and what the releases of
+vLLM, SGLang and sgl-kernel require from their wheels' METADATA by ``scripts/requires_from_wheels.py``
+(range requests, no download).
 
     python scripts/compat_from_mirrors.py --mirror DIR --out src/distdx/doctor [--wheel-cache DIR]
 
@@ -51,7 +53,7 @@ PROJECTS = (
 # the dependencies a version set is asked about; others (tqdm, rich...) are left out
 WATCHED = {"torch", "transformers", "accelerate", "peft", "deepspeed", "numpy", "pydantic", "flash-attn", "vllm",
            "trl", "datasets", "megatron-core", "transformer-engine", "triton", "bitsandbytes", "xformers",
-           "python"}
+           "python", "sgl-kernel", "flashinfer-python"}
 _PYTHON_REQUIRES = re.compile(r"python_requires\s*=\s*['\"]([^'\"]+)['\"]")
 _QUOTED = re.compile(r"['\"]([A-Za-z][A-Za-z0-9_.\-]*\s*[<>=!~][^'\"]*)['\"]")
 
@@ -121,21 +123,28 @@ def _install_requires(setup_py: str) -> str:
     return _bracketed(setup_py, assigned.end() - 1) if assigned else ""
 
 
+def watched(lines: Iterable[str], found: dict[str, str] | None = None) -> dict[str, str]:
+    """dependency -> specifier of the watched dependencies ``lines`` declare (the first that names one wins;
+    those only an extra asks for are not requirements)."""
+    found = {} if found is None else found
+    for line in lines:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        name = _norm(req.name)
+        if name in WATCHED and req.specifier and (req.marker is None or "extra" not in str(req.marker)):
+            found.setdefault(name, str(req.specifier))
+    return found
+
+
 def declared(repo: Path, tag: str, files: tuple[str, ...]) -> dict[str, str]:
     """dependency -> specifier the release at ``tag`` declares (the first file that names it wins)."""
     found: dict[str, str] = {}
     for path in files:
         text = _git(repo, "show", f"{tag}:{path}")
-        if text is None:
-            continue
-        for line in _requirement_lines(path, text):
-            try:
-                req = Requirement(line)
-            except InvalidRequirement:
-                continue
-            name = _norm(req.name)
-            if name in WATCHED and req.specifier and (req.marker is None or "extra" not in str(req.marker)):
-                found.setdefault(name, str(req.specifier))
+        if text is not None:
+            watched(_requirement_lines(path, text), found)
     return found
 
 
@@ -158,6 +167,13 @@ def rules_for(package: str, repo: Path, prefix: str, files: tuple[str, ...]) -> 
     tagged = releases(repo, prefix)
     table = [(v, tag, declared(repo, tag, files)) for v, tag in tagged]
     repo_name = repo.parent.name.replace("+", "/")
+    return rules_from_table(package, table, f"{repo_name} {' '.join(files)} at"), [str(v) for v, _ in tagged]
+
+
+def rules_from_table(package: str, table: list[tuple[Version, str, dict[str, str]]], source: str) -> list[dict]:
+    """One rule per run of consecutive releases that declare the same specifier for a dependency.
+    ``table``: (version, its tag or label, what it declares), oldest first; ``source`` is followed by the
+    tags of the run."""
     rules = []
     for dep in sorted({d for _, _, deps in table for d in deps}):
         i = 0
@@ -170,11 +186,9 @@ def rules_for(package: str, repo: Path, prefix: str, files: tuple[str, ...]) -> 
                 first, last = table[i], table[j]
                 when = f">={first[0]},<{table[j + 1][0]}" if j + 1 < len(table) else f">={first[0]},<={last[0]}"
                 tags = first[1] if i == j else f"{first[1]}..{last[1]}"
-                rules.append({"when": {package: when}, "requires": {dep: spec},
-                              "source": f"{repo_name} {' '.join(files)} at {tags}"})
+                rules.append({"when": {package: when}, "requires": {dep: spec}, "source": f"{source} {tags}"})
             i = j + 1
-    known = [str(v) for v, _ in tagged]
-    return rules, known
+    return rules
 
 
 _DEFINES = re.compile(r"^(?:(?:async\s+)?def|class)\s+([A-Za-z]\w*)|^([A-Za-z]\w*)\s*(?::[^=]*)?=(?!=)"
@@ -466,6 +480,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="where scripts/api_from_wheels.py keeps each release's name lists")
     args = ap.parse_args(argv)
     from api_from_wheels import WHEEL_PROJECTS, wheel_history  # it reads wheels with this module's readers
+    from requires_from_wheels import METADATA_PROJECTS, release_requirements
 
     rules: list[dict] = []
     known: dict[str, list[str]] = {}
@@ -486,6 +501,10 @@ def main(argv: list[str] | None = None) -> int:
             messages[package] = message_history(repo, releases(repo, prefix), root)
     for package, *how in WHEEL_PROJECTS:
         history[package], messages[package] = wheel_history(package, *how, args.wheel_cache)
+    for package, oldest in METADATA_PROJECTS:  # no mirror and no API history: what each release's wheel requires
+        table = [(Version(v), v, watched(lines)) for v, lines in release_requirements(package, oldest, args.wheel_cache)]
+        rules += rules_from_table(package, table, f"PyPI {package} wheel METADATA (Requires-Dist) of")
+        known[package] = [str(v) for v, _, _ in table]
     for package, per_release in messages.items():
         elsewhere = "\n".join("\x00".join(m) for other, rs in messages.items() if other != package
                                for m in set().union(*rs))

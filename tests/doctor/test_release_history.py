@@ -144,3 +144,65 @@ def test_a_wheel_is_read_like_a_release_tag(tmp_path):
     assert ("pkg.core", "Engine.__init__") not in names and not any(m == "other.mod" for m, _ in names)
     assert ("model must be a torch.nn.Module, got ",) in release["messages"]
     assert not any("other package" in p for m in release["messages"] for p in m)
+
+
+def _serve_with_ranges(folder: Path):
+    """A local HTTP server over ``folder`` that answers Range requests (206), as the package index does."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            data = (folder / self.path.lstrip("/")).read_bytes()
+            rng = self.headers.get("Range")
+            if rng:
+                start, end = (int(x) for x in rng.removeprefix("bytes=").split("-"))
+                data, status = data[start:end + 1], 206
+            else:
+                status = 200
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            self.server.requests.append(rng)
+
+        def log_message(self, *args):  # noqa: ANN002
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.requests = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_requirements_read_from_a_remote_wheel_by_range_requests(tmp_path):
+    import os
+    import zipfile
+
+    reader = importlib.import_module("requires_from_wheels")
+    wheel = tmp_path / "eng-0.3.3-cp310-cp310-manylinux1_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("eng/_kernels.so", os.urandom(3 << 20))  # the compiled part, never fetched
+        z.writestr("eng-0.3.3.dist-info/METADATA", "Metadata-Version: 2.1\nName: eng\nRequires-Dist: torch ==2.1.2\n"
+                   "Requires-Dist: xformers ==0.0.23.post1\nRequires-Dist: pytest ; extra == 'test'\n")
+    server = _serve_with_ranges(tmp_path)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/{wheel.name}"
+        lines = reader.requires_dist(url, wheel.stat().st_size)
+    finally:
+        server.shutdown()
+    assert lines == ["torch ==2.1.2", "xformers ==0.0.23.post1", "pytest ; extra == 'test'"]
+    assert all(r and r.startswith("bytes=") for r in server.requests)  # only ranges, never the whole wheel
+    fetched = sum(int(b) - int(a) + 1 for a, b in (r.removeprefix("bytes=").split("-") for r in server.requests))
+    assert fetched < wheel.stat().st_size / 10
+    # the extra's requirement is not one
+    assert mirrors.watched(lines) == {"torch": "==2.1.2", "xformers": "==0.0.23.post1"}
+
+
+def test_consecutive_releases_with_one_requirement_are_one_rule():
+    table = [(Version(v), v, deps) for v, deps in (("0.3.3", {"torch": "==2.1.2"}), ("0.4.0", {"torch": "==2.1.2"}),
+                                                    ("0.4.1", {"torch": "==2.2.1"}), ("0.4.2", {}))]
+    rules = mirrors.rules_from_table("eng", table, "PyPI eng wheel METADATA of")
+    assert rules == [
+        {"when": {"eng": ">=0.3.3,<0.4.1"}, "requires": {"torch": "==2.1.2"}, "source": "PyPI eng wheel METADATA of 0.3.3..0.4.0"},
+        {"when": {"eng": ">=0.4.1,<0.4.2"}, "requires": {"torch": "==2.2.1"}, "source": "PyPI eng wheel METADATA of 0.4.1"}]

@@ -44,8 +44,9 @@ from distdx.logs.models import LogLine, ParsedLog
 class Weights:
     """Every number that decides how the engine weighs its evidence, in one place. A sweep builds
     variants with ``dataclasses.replace(DEFAULT_WEIGHTS, text_weight=...)`` and passes them to
-    :func:`diagnose`; nothing needs patching. The defaults are today's engine (moving any one of
-    them alone improved no measured set at once; README, "Measured")."""
+    :func:`diagnose` (or to :func:`combine`, for the fields it reads); nothing needs patching. The
+    defaults were chosen by cross-validation on the corpus train split and dev
+    (``benchmarks/bench_weights.py``; README, "Measured")."""
 
     # where a hit sits -> how much it counts
     first_failure: float = 1.0  #: the line that names the first failure

@@ -40,3 +40,11 @@ def test_a_diagnosis_carries_probabilities_and_a_tier():
     blank = subprocess.run([sys.executable, "-m", "distdx", "diagnose", "-", "--format", "json"], input="\n\n",
                            capture_output=True, text=True, timeout=120)
     assert json.loads(blank.stdout)["tier"] == "none"
+
+
+def test_fit_stays_monotone_after_smoothing():
+    # the isotonic blocks 90 of 100 right, then 20 of 22 (0.909): smoothed, the smaller block is pulled
+    # further towards 1/2 (21/24 = 0.875 < 91/102 = 0.892), so the two must be pooled
+    pairs = [(i / 1000, i <= 90) for i in range(1, 101)] + [(0.2 + i / 1000, i < 20) for i in range(22)]
+    probs = [p for _, p, _ in fit(pairs, min_block=20)]
+    assert probs == sorted(probs)

@@ -213,3 +213,48 @@ def test_weights_are_one_object_passed_in_not_patched():
     assert diagnose(parsed, rules=RULES, model=EMPTY_MODEL, weights=no_rules).confidence < base.confidence
     with __import__("pytest").raises(dataclasses.FrozenInstanceError):
         DEFAULT_WEIGHTS.text_weight = 0.0  # type: ignore[misc]
+
+
+def test_combine_over_gathered_signals_is_the_diagnosis():
+    """A sweep recombines gathered signals: the ranking it scores is the one diagnose returns."""
+    import dataclasses
+
+    from distdx.diagnose.engine import DEFAULT_WEIGHTS, combine, gather_signals
+
+    model = TextModel(tuple(_issue(i, f"alpha beta gamma{i} out of memory", "4.2", fp="F2" if i % 3 else "F5") for i in range(9)))
+    parsed = _oom_then_cascade()
+    for weights in (DEFAULT_WEIGHTS, dataclasses.replace(DEFAULT_WEIGHTS, text_weight=2.0, fix_via_cause=0.0)):
+        d = diagnose(parsed, rules=RULES, model=model, weights=weights)
+        dists = combine(gather_signals(parsed, rules=RULES, model=model, weights=weights), weights)
+        for dim in DIMENSIONS:
+            ranked = [k for k, _ in sorted(dists[dim].items(), key=lambda kv: (-kv[1], kv[0]))][:5]
+            assert [h.id for h in d.classification[dim]] == ranked
+
+
+def test_without_evidence_the_prior_is_the_known_issues_base_rate():
+    """With nothing that matches, the answer is the known issues' label shares (index_prior), or the
+    study's (F2 first) with index_prior 0; the naive-Bayes fix pattern takes the shares as its class prior."""
+    import dataclasses
+
+    from distdx.diagnose.engine import DEFAULT_WEIGHTS
+
+    model = TextModel(tuple(_issue(i, f"zeta{i} kernel launch", "4.2", fp="F5" if i < 6 else "F2") for i in range(8)))
+    unrelated = _parsed([LogLine("job.log", 1, "something odd happened in the dataloader")])
+    assert diagnose(unrelated, rules=(), model=model).top("fix_pattern") == "F5"
+    study = dataclasses.replace(DEFAULT_WEIGHTS, index_prior=0.0, fix_class_prior=0.0, fix_via_cause=0.0)
+    assert diagnose(unrelated, rules=(), model=model, weights=study).top("fix_pattern") == "F2"
+
+    # naive Bayes has no class prior of its own: fix_class_prior multiplies in the fix-pattern shares
+    shared = _parsed([LogLine("job.log", 1, "kernel launch failed")])
+    text_only = dataclasses.replace(DEFAULT_WEIGHTS, nb_share=1.0, prior_weight=0.0, fix_via_cause=0.0, fix_class_prior=0.0)
+
+    def f5_over_f2(weights):
+        scores = {h.id: h.score for h in diagnose(shared, rules=(), model=model, weights=weights).classification["fix_pattern"]}
+        return scores["F5"] / scores["F2"]
+
+    from distdx.knowledge.taxonomy import taxonomy
+
+    study = {f: taxonomy().prior(f) for f in ("F5", "F2")}
+    total = sum(taxonomy().prior(f) for f in taxonomy().ids("fix_pattern"))
+    shares = (6 + 2 * study["F5"] / total) / (2 + 2 * study["F2"] / total)  # 6 F5 and 2 F2, smoothed
+    assert abs(f5_over_f2(dataclasses.replace(text_only, fix_class_prior=1.0)) / f5_over_f2(text_only) - shares) < 1e-6

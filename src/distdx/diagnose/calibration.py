@@ -73,7 +73,12 @@ def fit(pairs: list[tuple[float, bool]], min_block: int = 20) -> list[tuple[floa
         j = i + 1 if i + 1 < len(blocks) else i - 1
         lo, hi = min(i, j), max(i, j)
         blocks[lo:hi + 1] = [[blocks[hi][0], blocks[lo][1] + blocks[hi][1], blocks[lo][2] + blocks[hi][2]]]
-    return [(upper, (r + 1) / (n + 2), int(n)) for upper, r, n in blocks]
+    # smoothing moves a small block further towards 1/2 than a large one, which can put a block's
+    # probability below the one before it: pool such neighbours too
+    smoothed = lambda b: (b[1] + 1) / (b[2] + 2)  # noqa: E731
+    while (i := next((i for i in range(len(blocks) - 1) if smoothed(blocks[i]) > smoothed(blocks[i + 1])), None)) is not None:
+        blocks[i:i + 2] = [[blocks[i + 1][0], blocks[i][1] + blocks[i + 1][1], blocks[i][2] + blocks[i + 1][2]]]
+    return [(upper, smoothed([upper, r, n]), int(n)) for upper, r, n in blocks]
 
 
 def expected_calibration_error(pairs: list[tuple[float, bool]], bins: int = 10) -> float:

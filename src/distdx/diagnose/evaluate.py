@@ -20,8 +20,9 @@ from distdx.diagnose.engine import diagnose
 from distdx.diagnose.textmodel import RULE_DOC_PREFIX, TextModel, rule_documents, taxonomy_documents
 from distdx.errors import DistdxError
 from distdx.knowledge.known_issues import KnownIssue, read_cases
-from distdx.knowledge.rules import load_rules
+from distdx.knowledge.rules import Rule, load_rules
 from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN, taxonomy
+from distdx.logs.models import ParsedLog
 
 
 def cohen_kappa(pairs: list[tuple[str, str]]) -> float:
@@ -106,14 +107,27 @@ def select_cases(cases_path: str | Path, split: str | None = None, batches: Sequ
             and (batches is None or c.get("batch") in batches)]
 
 
+def case_setup(case: dict, all_rules: Sequence[Rule], *, leave_one_out: bool = True,
+               strict: bool = False) -> tuple[ParsedLog, Sequence[Rule], frozenset[str]]:
+    """What scoring a case diagnoses: its parsed input, the rules in play and the known issues left out
+    (the case itself when ``leave_one_out``; with ``strict`` also the rules that cite its URL)."""
+    from distdx.logs import parse_text
+
+    excluded = frozenset({str(case.get("id"))}) if leave_one_out else frozenset()
+    rules = all_rules
+    if strict:
+        url = case.get("url")
+        rules = tuple(r for r in all_rules if all(ref.url != url for ref in r.references))
+        excluded |= {RULE_DOC_PREFIX + r.code for r in all_rules if r not in rules}
+    return parse_text(case_input(case), source=str(case.get("id", "<case>"))), rules, excluded
+
+
 def evaluate(cases_path: str | Path, *, leave_one_out: bool = True, strict: bool = False,
              split: str | None = None, known_issues: Sequence[KnownIssue] | None = None,
              batches: Sequence[str] | None = None) -> EvalReport:
     """Score the diagnosis on labelled cases; ``split`` keeps only the cases whose ``split`` field is it,
     ``batches`` only those whose ``batch`` is one of them.
     ``known_issues`` replaces the installed known-issue index (to compare two indexes in one run)."""
-    from distdx.logs import parse_text
-
     cases = select_cases(cases_path, split, batches)
     if not cases:
         which = "".join((f" in split {split!r}" if split else "", f" in batches {', '.join(batches)}" if batches else ""))
@@ -125,13 +139,7 @@ def evaluate(cases_path: str | Path, *, leave_one_out: bool = True, strict: bool
     started = time.perf_counter()
     results = []
     for case in cases:
-        excluded = frozenset({str(case.get("id"))}) if leave_one_out else frozenset()
-        rules = all_rules
-        if strict:
-            url = case.get("url")
-            rules = tuple(r for r in all_rules if all(ref.url != url for ref in r.references))
-            excluded |= {RULE_DOC_PREFIX + r.code for r in all_rules if r not in rules}
-        parsed = parse_text(case_input(case), source=str(case.get("id", "<case>")))
+        parsed, rules, excluded = case_setup(case, all_rules, leave_one_out=leave_one_out, strict=strict)
         diagnosis = diagnose(parsed, exclude_ids=excluded, rules=rules, model=model)
         gold = {d: str((case.get("labels") or {}).get(d, UNKNOWN)) for d in DIMENSIONS}
         predicted = {d: tuple(h.id for h in diagnosis.classification[d][:3]) for d in DIMENSIONS}

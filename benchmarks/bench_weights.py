@@ -1,0 +1,178 @@
+"""The engine's mixing weights chosen by cross-validation, and where the answers go wrong.
+
+Every case of the corpus train split (without the kept-back batches, strict leave-one-out: the case
+and the rules that cite it are left out) and of dev (leave-one-out) is read once: the rules that fire
+and the text model's votes (`engine.gather_signals`). Each candidate `engine.Weights` then only
+recombines them (`engine.combine`), so a grid costs seconds. Printed:
+
+- the confusion of the fix pattern and the most frequent root-cause confusions on train and dev
+  (`--analyse`);
+- per grid point the train and dev top-1/top-3, best first;
+- the honest figure of the search itself: 5-fold cross-validation over train, where the grid point is
+  chosen on four folds and scored on the fifth, beside today's defaults on the same folds.
+
+The test split and the kept-back batches are never read here: choose on this, then run
+`benchmarks/bench_accuracy.py` once.
+
+    python benchmarks/bench_weights.py [--analyse] [--top N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import sys
+from collections import Counter
+from pathlib import Path
+
+from distdx.diagnose.engine import DEFAULT_WEIGHTS, Signals, Weights, combine, gather_signals
+from distdx.diagnose.evaluate import case_setup, cohen_kappa, select_cases
+from distdx.knowledge.rules import load_rules
+from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN, taxonomy
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_accuracy import CORPUS, DEV, KEPT_BACK  # noqa: E402
+
+# the fields `combine` reads, and the values tried for each (today's default among them)
+GRID = {
+    "prior_weight": (0.04, 0.08, 0.16),
+    "index_prior": (0.0, 1.0),
+    "fix_class_prior": (0.0, 1.0),
+    "fix_via_cause": (0.25, 0.5, 1.0),
+    "text_weight": (0.9, 1.2),
+    "nb_share": (0.5, 0.65),
+    "stage_coupling": (0.6, 0.8),
+}
+FOLDS = 5
+# the engine before index_prior and fix_class_prior (study's shares as the prior, no class prior in naive Bayes)
+BEFORE = dataclasses.replace(DEFAULT_WEIGHTS, index_prior=0.0, fix_class_prior=0.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Scored:
+    gold: dict[str, str]
+    signals: Signals
+
+
+def gather(cases: list[dict], strict: bool) -> list[Scored]:
+    rules = load_rules()
+    out = []
+    for case in cases:
+        parsed, in_play, excluded = case_setup(case, rules, strict=strict)
+        gold = {d: str((case.get("labels") or {}).get(d, UNKNOWN)) for d in DIMENSIONS}
+        out.append(Scored(gold, gather_signals(parsed, rules=in_play, exclude_ids=excluded)))
+    return out
+
+
+def ranked(dist: dict[str, float]) -> list[str]:
+    return [k for k, _ in sorted(dist.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def predictions(cases: list[Scored], weights: Weights) -> list[dict[str, list[str]]]:
+    return [{d: ranked(dist)[:3] for d, dist in combine(c.signals, weights).items()} for c in cases]
+
+
+def counts(cases: list[Scored], predicted: list[dict[str, list[str]]]) -> dict[str, tuple[int, int, int]]:
+    """Per dimension: top-1 right, top-3 right, cases with a label."""
+    out = {}
+    for dim in DIMENSIONS:
+        pairs = [(c.gold[dim], p[dim]) for c, p in zip(cases, predicted) if c.gold[dim] not in (UNKNOWN, "", "None")]
+        out[dim] = (sum(g == (p or [""])[0] for g, p in pairs), sum(g in p for g, p in pairs), len(pairs))
+    return out
+
+
+def score(cases: list[Scored], predicted: list[dict[str, list[str]]]) -> dict[str, tuple[float, float]]:
+    return {d: (a / max(n, 1), b / max(n, 1)) for d, (a, b, n) in counts(cases, predicted).items()}
+
+
+def kappas(cases: list[Scored], predicted: list[dict[str, list[str]]]) -> dict[str, float]:
+    return {d: cohen_kappa([(c.gold[d], (p[d] or [""])[0]) for c, p in zip(cases, predicted)
+                            if c.gold[d] not in (UNKNOWN, "", "None")]) for d in DIMENSIONS}
+
+
+def objective(figures: dict[str, tuple[float, float]]) -> float:
+    """Mean top-1 over the dimensions: what the search maximises."""
+    return sum(top1 for top1, _ in figures.values()) / len(figures)
+
+
+def analyse(name: str, cases: list[Scored], predicted: list[dict[str, list[str]]]) -> None:
+    labels = taxonomy().ids("fix_pattern")
+    table = Counter((c.gold["fix_pattern"], p["fix_pattern"][0]) for c, p in zip(cases, predicted))
+    print(f"{name}: fix pattern, gold (rows) -> predicted (columns)")
+    print("| gold | " + " | ".join(labels) + " | n | right |")
+    print("|---|" + "---|" * (len(labels) + 2))
+    for g in labels:
+        n = sum(table[(g, p)] for p in labels)
+        print(f"| {g} | " + " | ".join(str(table[(g, p)]) for p in labels) + f" | {n} | {table[(g, g)] / max(n, 1):.2f} |")
+    causes = Counter((c.gold["root_cause"], p["root_cause"][0]) for c, p in zip(cases, predicted)
+                     if c.gold["root_cause"] != p["root_cause"][0])
+    print(f"{name}: most frequent root-cause confusions (gold -> predicted): "
+          + ", ".join(f"{g}->{p} {n}" for (g, p), n in causes.most_common(10)) + "\n")
+
+
+def grid() -> list[Weights]:
+    names = list(GRID)
+    return [dataclasses.replace(DEFAULT_WEIGHTS, **dict(zip(names, values))) for values in itertools.product(*GRID.values())]
+
+
+def changed(weights: Weights) -> str:
+    return ", ".join(f"{f}={getattr(weights, f)}" for f in GRID if getattr(weights, f) != getattr(DEFAULT_WEIGHTS, f)) or "defaults"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--analyse", action="store_true", help="print the confusion tables of today's defaults")
+    parser.add_argument("--top", type=int, default=10, help="grid points to print")
+    args = parser.parse_args()
+    train_cases = [c for c in select_cases(CORPUS, "train") if c.get("batch") not in KEPT_BACK]
+    train, dev = gather(train_cases, strict=True), gather(select_cases(DEV), strict=False)
+    if args.analyse:
+        analyse("train", train, predictions(train, DEFAULT_WEIGHTS))
+        analyse("dev", dev, predictions(dev, DEFAULT_WEIGHTS))
+
+    candidates = grid()
+    on_train = [predictions(train, w) for w in candidates]
+    on_dev = [score(dev, predictions(dev, w)) for w in candidates]
+    rows = sorted(range(len(candidates)), key=lambda i: -objective(score(train, on_train[i])))
+    default = candidates.index(DEFAULT_WEIGHTS) if DEFAULT_WEIGHTS in candidates else None
+    before = candidates.index(BEFORE) if BEFORE in candidates else None
+    print(f"{len(candidates)} grid points; top-1 (top-3) on train ({len(train)}, strict leave-one-out) and dev ({len(dev)})\n")
+    print("| weights | train " + " | train ".join(DIMENSIONS) + " | dev " + " | dev ".join(DIMENSIONS) + " |")
+    print("|---|" + "---|" * 2 * len(DIMENSIONS))
+    for label, i in [("before: ", before), ("defaults now: ", default)] + [("", i) for i in rows[: args.top]]:
+        if i is None:
+            continue
+        t = score(train, on_train[i])
+        print(f"| {label}{changed(candidates[i])} | " + " | ".join(f"{a:.3f} ({b:.3f})" for a, b in t.values()) + " | "
+              + " | ".join(f"{a:.3f} ({b:.3f})" for a, b in on_dev[i].values()) + " |")
+
+    for label, i in (("before", before), ("defaults now", default)):
+        if i is not None:
+            print(f"kappa, {label}: train " + ", ".join(f"{d} {k:.3f}" for d, k in kappas(train, on_train[i]).items())
+                  + "; dev " + ", ".join(f"{d} {k:.3f}" for d, k in kappas(dev, predictions(dev, candidates[i])).items()))
+
+    # nested: the grid point is chosen on four folds of train and scored on the fifth
+    folds = [list(range(k, len(train), FOLDS)) for k in range(FOLDS)]
+    totals = {name: {d: [0, 0, 0] for d in DIMENSIONS} for name in ("chosen by the search", "defaults now", "before")}
+    picks = []
+    for held in folds:
+        rest = sorted(set(range(len(train))) - set(held))
+        best = max(range(len(candidates)),
+                   key=lambda i: (objective(score([train[j] for j in rest], [on_train[i][j] for j in rest])), -i))
+        picks.append(changed(candidates[best]))
+        for name, which in (("chosen by the search", best), ("defaults now", default), ("before", before)):
+            if which is None:
+                continue
+            for d, c in counts([train[j] for j in held], [on_train[which][j] for j in held]).items():
+                totals[name][d] = [x + y for x, y in zip(totals[name][d], c)]
+    print(f"\n{FOLDS}-fold cross-validation of the search over train (chosen on four folds, scored on the fifth), top-1 (top-3):")
+    for name, per in totals.items():
+        if per[DIMENSIONS[0]][2]:
+            print(f"  {name}: " + ", ".join(f"{d} {a / n:.3f} ({b / n:.3f})" for d, (a, b, n) in per.items()))
+    print("  picks per fold: " + " | ".join(picks))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -12,7 +12,9 @@ recombines them (`engine.combine`), so a grid costs seconds. Printed:
   chosen on four folds and scored on the fifth, beside today's defaults on the same folds.
 
 The test split and the kept-back batches are never read here: choose on this, then run
-`benchmarks/bench_accuracy.py` once.
+`benchmarks/bench_accuracy.py` once. A setting is adopted only when it raises top-1 without lowering
+kappa on train and dev: on labels as lopsided as the fix pattern's (F2 about half), top-1 also rises by
+answering the majority more often, which kappa does not reward.
 
     python benchmarks/bench_weights.py [--analyse] [--top N]
 """

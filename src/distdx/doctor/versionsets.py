@@ -81,6 +81,10 @@ class Clause:
     def contains(self, version: Version) -> bool:
         return any(SpecifierSet(a).contains(version, prereleases=True) for a in self.alternatives)
 
+    def to_dict(self) -> dict:
+        return {"alternatives": list(self.alternatives), "reason": self.reason, "source": self.source,
+                "code": self.code, "kind": self.kind}
+
 
 @dataclass(frozen=True)
 class Pin:
@@ -122,13 +126,11 @@ class VersionSet:
     def to_dict(self) -> dict:
         return {
             "pins": [{"package": p.package, "specifier": p.specifier, "chosen": p.chosen,
-                      "clauses": [{"alternatives": list(c.alternatives), "reason": c.reason, "source": c.source,
-                                   "code": c.code, "kind": c.kind} for c in p.clauses]} for p in self.pins],
+                      "clauses": [c.to_dict() for c in p.clauses]} for p in self.pins],
             "unknown": [{"package": u.package, "why": u.why} for u in self.unknown],
             "kept": dict(self.kept), "conflicts": list(self.conflicts),
             "constraints": self.constraints, "command": self.command,
-            "changes": {pkg: [{"alternatives": list(c.alternatives), "reason": c.reason, "source": c.source,
-                               "code": c.code, "kind": c.kind} for c in cs] for pkg, cs in self.changes.items()},
+            "changes": {pkg: [c.to_dict() for c in cs] for pkg, cs in self.changes.items()},
         }
 
 
@@ -449,6 +451,11 @@ def _complement(spec: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _admitted(version: str | None, clauses: Iterable[Clause]) -> bool:
+    """Whether a known (installed or quoted) ``version`` meets every clause."""
+    return version is not None and _is_version(version) and all(c.contains(Version(version)) for c in clauses)
+
+
 def _satisfies(version: str, alternatives: Iterable[str]) -> bool:
     try:
         v = Version(version)
@@ -486,17 +493,20 @@ def _tightest(specs: list[str]) -> str:
     return ",".join([str(x) for x in (lower, upper) if x is not None] + sorted(rest))
 
 
-def _without_holes(clauses: list[Clause]) -> list[Clause]:
-    """The clauses with their one-by-one exclusions (``!=``) dropped; a clause left empty goes."""
-    out = []
+def _split_holes(clauses: list[Clause]) -> tuple[list[Clause], list[str]]:
+    """The clauses without their one-by-one exclusions (``!=``, in single-alternative clauses; a clause
+    left empty goes), and those exclusions."""
+    solid, holes = [], []
     for c in clauses:
-        if len(c.alternatives) == 1:
-            rest = ",".join(str(s) for s in SpecifierSet(c.alternatives[0]) if s.operator != "!=")
+        if len(c.alternatives) == 1 and "!=" in c.alternatives[0]:
+            specs = SpecifierSet(c.alternatives[0])
+            holes += [str(x) for x in specs if x.operator == "!="]
+            rest = ",".join(str(x) for x in specs if x.operator != "!=")
             if not rest:
                 continue
             c = dataclasses.replace(c, alternatives=(rest,))
-        out.append(c)
-    return out
+        solid.append(c)
+    return solid, holes
 
 
 _FLOOR, _CEILING = Version("0"), Version("99999")  # stand for "below every bound" and "above every bound"
@@ -508,14 +518,12 @@ def _collapse(clauses: list[Clause], releases: tuple[str, ...]) -> tuple[str, st
     meets every clause (known releases and the bounds the clauses name), and where a clause offers
     exact series (``==12.1.*``) the series that version is in."""
     probes = sorted(set(_probes(clauses, releases)) | {_FLOOR, _CEILING})
-    fits = [all(c.contains(v) for c in clauses) for v in probes]
-    good = [v for v, fine in zip(probes, fits) if fine]
     # releases a clause excludes one by one (``!=0.14.1``: a known bug's releases) are holes pip can
     # express as they are: the range is found without them and they are added to it
-    holes = [str(s) for c in clauses if len(c.alternatives) == 1 for s in SpecifierSet(c.alternatives[0])
-             if s.operator == "!="]
-    solid = _without_holes(clauses) if holes else clauses
-    ok = [all(c.contains(v) for c in solid) for v in probes] if holes else fits
+    solid, holes = _split_holes(clauses)
+    ok = [all(c.contains(v) for c in solid) for v in probes]
+    outside = SpecifierSet(",".join(holes))
+    good = [v for v, fine in zip(probes, ok) if fine and outside.contains(v, prereleases=True)]
     released = [v for v in good if str(v) in releases]
     real = [v for v in good if v not in (_FLOOR, _CEILING)]
     target = max(released or real or good, default=None)
@@ -625,7 +633,7 @@ def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None 
     evidence_clauses = api_clauses(evidence, hist)
     changes: dict[str, tuple[Clause, ...]] = {}
     for pkg, found in message_clauses(evidence, hist).items():
-        if pkg in kept and _is_version(kept[pkg]) and all(c.contains(Version(kept[pkg])) for c in found):
+        if _admitted(kept.get(pkg), found):
             continue  # the installed release is past the message: it did not print it
         changes[pkg] = tuple(found)
         if apply_changes:
@@ -633,7 +641,7 @@ def version_set(packages: Iterable[str], *, installed: Mapping[str, str] | None 
     for pkg, found in evidence_clauses.items():
         if pkg in clauses:
             clauses[pkg] += found
-        elif pkg not in kept or not (_is_version(kept[pkg]) and all(c.contains(Version(kept[pkg])) for c in found)):
+        elif not _admitted(kept.get(pkg), found):
             # the error names this package's API: it is involved, and what is installed (if known) lacks it
             clauses[pkg] = list(found)
             targets.append(pkg)

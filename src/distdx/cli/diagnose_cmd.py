@@ -46,15 +46,22 @@ def run(args: argparse.Namespace) -> int:
         from distdx.fix.fromlog import repairs_for
 
         repairs = repairs_for(parsed, diagnosis)
-    hint = "(`distdx fix --from-log LOG --constraints-out PATH` writes the constraints file)"
-    lines = (repairs.lines(constraints_hint=hint) or ["no repair follows from the log alone: `distdx fix --from-log LOG --config C "
-                                 "--script S` fills them from the run's files"]) if repairs is not None else []
     if args.format == "json":
         emit(render_json(diagnosis, redact_secrets=not args.no_redact, redact_hosts=args.redact_hosts,
                          extra={"repairs": repairs.to_dict()["repairs"]} if repairs is not None else None))
     elif args.format == "markdown":
         emit(render_markdown(diagnosis, redact_secrets=not args.no_redact, redact_hosts=args.redact_hosts,
-                             repairs=lines))
+                             repairs=_repair_lines(repairs)))
     else:
-        emit(render_text(diagnosis, verbose=args.verbose, redact_hosts=args.redact_hosts, repairs=lines))
+        emit(render_text(diagnosis, verbose=args.verbose, redact_hosts=args.redact_hosts,
+                         repairs=_repair_lines(repairs)))
     return EXIT_NO_FAILURE if diagnosis.verdict == "no_failure" else 0
+
+
+def _repair_lines(repairs) -> list[str]:  # noqa: ANN001  (a distdx.fix.fromlog.LogRepairs, or None without --fix)
+    if repairs is None:
+        return []
+    return repairs.lines(constraints_hint="(`distdx fix --from-log LOG --constraints-out PATH` writes the "
+                                          "constraints file)") or [
+        "no repair follows from the log alone: `distdx fix --from-log LOG --config C --script S` fills them "
+        "from the run's files"]

@@ -25,7 +25,9 @@ from distdx.knowledge.rules import load_rules
 from distdx.logs import parse_text
 
 ROOT = Path(__file__).resolve().parents[1]
-KEPT_BACK = ("b19-three-frameworks-2025", "b20-stacks-2025")  # as in benchmarks/bench_accuracy.py
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_accuracy import KEPT_BACK  # noqa: E402  (one list of the batches kept back, shared with the benchmarks)
+
 ERRORISH = re.compile(r"error|exception|traceback|assert|fail|abort|timed? ?out|killed|segmentation|"
                       r"not supported|cannot|can't|unable|invalid|illegal|nan\b|oom|out of memory|hang|stuck",
                       re.I)

@@ -8,6 +8,10 @@ corpus train:
   priors), leave-one-out on the index, as `distdx eval` runs it;
 - kNN vote: cosine TF-IDF on words, the five nearest cases vote with their similarity;
 - logistic regression and a linear SVM on TF-IDF word 1-2-grams plus character 3-5-grams;
+- with `wordllama` installed (an offline static embedding model whose 256-d weights ship in its wheel;
+  `pip install wordllama==0.4.0.post1`, not a dependency of distdx): the five nearest cases by cosine
+  of the embeddings vote, a logistic regression on the embeddings, and one on words + chars +
+  embeddings: whether an embedding model that runs on CPU earns a place;
 - blend: the engine's scores (normalised to sum to one) mixed with the logistic regression's
   probabilities, the mixing weight chosen per dimension by the 5-fold cross-validation (out-of-fold
   probabilities against the engine's leave-one-out scores), then scored on the test split: whether the
@@ -75,6 +79,43 @@ APPROACHES = {
 }
 
 
+def embedding_approaches() -> dict:
+    """The approaches on WordLlama's static embeddings, or none when it is not installed."""
+    try:
+        import wordllama
+        from scipy.sparse import csr_matrix, hstack
+    except ImportError:
+        return {}
+    # The wheel ships its weights and tokenizer under the package; pointing the cache there keeps it
+    # offline (its default cache looks for the tokenizer in a folder the wheel does not have).
+    model = wordllama.WordLlama.load(cache_dir=Path(wordllama.__file__).parent)
+
+    def embed(texts):
+        return model.embed(list(texts))
+
+    def knn(train_x, train_y, test_x, k=5):
+        sims = embed(test_x) @ embed(train_x).T
+        out = []
+        for row in sims:
+            votes: dict[str, float] = {}
+            for i in np.argsort(-row)[:k]:
+                votes[train_y[i]] = votes.get(train_y[i], 0.0) + row[i]
+            out.append(max(votes, key=votes.get))
+        return np.array(out)
+
+    def logistic(train_x, train_y, test_x):
+        return LogisticRegression(C=1, max_iter=3000).fit(embed(train_x), train_y).predict(embed(test_x))
+
+    def combined(train_x, train_y, test_x):
+        features = word_char()
+        train = hstack([features.fit_transform(train_x), csr_matrix(embed(train_x))]).tocsr()
+        test = hstack([features.transform(test_x), csr_matrix(embed(test_x))]).tocsr()
+        return LogisticRegression(C=10, max_iter=3000).fit(train, train_y).predict(test)
+
+    return {"kNN vote (WordLlama embeddings)": knn, "logistic regression (WordLlama embeddings)": logistic,
+            "logistic regression (words + chars + WordLlama)": combined}
+
+
 def engine_scores(cases: list[dict], leave_one_out: bool) -> list[dict[str, dict[str, float]]]:
     """Per case and dimension the engine's hypotheses, scores normalised to sum to one."""
     from distdx.logs import parse_text
@@ -140,7 +181,8 @@ def main() -> int:
     } for dim in DIMENSIONS}
 
     folds = list(KFold(5, shuffle=True, random_state=0).split(x))
-    for name, fit_predict in APPROACHES.items():
+    embeddings = embedding_approaches()
+    for name, fit_predict in {**APPROACHES, **embeddings}.items():
         table[name] = {}
         for dim in DIMENSIONS:
             y = np.array([str(c["labels"][dim]) for c in pool])
@@ -153,7 +195,8 @@ def main() -> int:
         print(json.dumps(table, indent=2))
         return 0
     print(f"top-1 on the corpus test split ({len(test)} cases) / 5-fold CV over dev + corpus train ({len(pool)} cases);")
-    print("distdx's CV column is its leave-one-out figure on the same cases\n")
+    print("distdx's CV column is its leave-one-out figure on the same cases")
+    print("" if embeddings else "(wordllama is not installed: the embedding rows are left out)\n")
     print("| approach | " + " | ".join(DIMENSIONS) + " |")
     print("|---|" + "---|" * len(DIMENSIONS))
     for name, dims in table.items():

@@ -67,9 +67,9 @@ def test_required_literals_of_every_pattern_are_in_each_match():
     """For every rule, marker and cue pattern, each match found in the texts contains a literal of
     each required group (compared as the prefilter compares)."""
     rules = _parse_rule_files(rule_files(), cascade_file())
-    markers, cues = phases._build(phases._phases_file())
+    markers, cues, families = phases._build(phases._phases_file())
     patterns = [p for r in rules for p in (*r.patterns, *r.requires, *r.excludes)]
-    patterns += [p for ps in markers.values() for p in ps] + list(cues)
+    patterns += [p for ps in markers.values() for p in ps] + list(cues) + [p for f in families for p in f.patterns]
     document = "\n".join(TEXTS)
     for p in patterns:
         if p.literals is None:
@@ -80,10 +80,12 @@ def test_required_literals_of_every_pattern_are_in_each_match():
 
 
 def test_phase_evidence_and_failure_cues_are_the_plain_searches():
-    markers, cues = phases._build(phases._phases_file(), prepare=False)
+    markers, cues, families = phases._build(phases._phases_file(), prepare=False)
     for text in TEXTS:
         plain = {stage: sum(1 for p in ps if p.compiled.search(text)) for stage, ps in markers.items()}
         assert phases.phase_evidence(text) == plain
+        told = {f.name: sum(1 for p in f.patterns if p.compiled.search(text)) for f in families}
+        assert {f.name: n for f, n in phases.symptom_evidence(text)} == {k: n for k, n in told.items() if n}
         if any(p.compiled.search(text) for p in cues):
             assert phases.may_report_failure(text)
 

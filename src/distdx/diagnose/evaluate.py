@@ -148,7 +148,19 @@ def evaluate(cases_path: str | Path, *, leave_one_out: bool = True, strict: bool
         fired = tuple(dict.fromkeys(e.rule for e in diagnosis.evidence))
         results.append(CaseResult(str(case.get("id")), gold, predicted, similar, scores, fired))
     seconds = time.perf_counter() - started
+    dims = dimension_scores(results)
+    stages = taxonomy().ids("stage")
+    confusion = {g: {p: 0 for p in stages} for g in stages}
+    for r in results:
+        g, p = r.gold["stage"], (r.predicted["stage"] or ("",))[0]
+        if g in confusion and p in confusion[g]:
+            confusion[g][p] += 1
+    return EvalReport(len(cases), seconds, dims, confusion, tuple(results), leave_one_out, strict)
 
+
+def dimension_scores(results: Sequence[CaseResult]) -> dict[str, DimensionScore]:
+    """Top-1, top-3, kappa and the majority-class baseline per dimension, over the cases whose gold label
+    in that dimension is known (whoever made the predictions: the engine, or a person in a baseline)."""
     dims = {}
     for dim in DIMENSIONS:
         scored = [r for r in results if r.gold[dim] not in (UNKNOWN, "", "None")]
@@ -164,10 +176,4 @@ def evaluate(cases_path: str | Path, *, leave_one_out: bool = True, strict: bool
             majority_label=majority,
             majority_top1=count / len(scored),
         )
-    stages = taxonomy().ids("stage")
-    confusion = {g: {p: 0 for p in stages} for g in stages}
-    for r in results:
-        g, p = r.gold["stage"], (r.predicted["stage"] or ("",))[0]
-        if g in confusion and p in confusion[g]:
-            confusion[g][p] += 1
-    return EvalReport(len(cases), seconds, dims, confusion, tuple(results), leave_one_out, strict)
+    return dims

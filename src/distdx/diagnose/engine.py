@@ -363,7 +363,7 @@ def gather_signals(
         known=[nb for nb in neighbours if not nb.issue.id.startswith((RULE_DOC_PREFIX, TAXONOMY_DOC_PREFIX))],
         fix_given_cause=_conditional(model, exclude_ids | exact_ids, "root_cause", "fix_pattern"),
         label_shares=_label_shares(model, exclude_ids | exact_ids),
-        symptom_cues=tuple((family.symptoms, n) for family, n in symptom_evidence(text)),
+        symptom_cues=tuple((family.symptoms, n) for family, n in symptom_evidence("\n".join(dict.fromkeys(text.split("\n"))))),
     )
 
 

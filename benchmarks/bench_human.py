@@ -9,10 +9,13 @@ labels on the same cases, beside the majority class. It is the ceiling that the 
 same figures as `bench_accuracy.py`.
 
     python benchmarks/bench_human.py [--json]
-    python benchmarks/bench_human.py --make-inputs DIR [--parts 3]   # the readers' input files
+    python benchmarks/bench_human.py --make-inputs DIR [--set test|kept-back] [--parts 3]
 
-The readers were independent helpers (one per part of a seeded shuffle of the split), each briefed with
-the taxonomy, `shared/cases/CASES.md` and `corpus/CONVENTIONS.md` only.
+`--make-inputs` writes the readers' input files: the cases of the set that the readings file does not
+hold yet, in a seeded shuffle, split into parts. The readers were independent helpers, one per part,
+each briefed with the taxonomy, `shared/cases/CASES.md` and `corpus/CONVENTIONS.md` only: first the
+146 cases of the test split (seed 13), then the kept-back cases not read yet (seed 27). The kept-back
+batches (`bench_accuracy.KEPT_BACK`) are scored as a second set.
 """
 
 from __future__ import annotations
@@ -26,18 +29,28 @@ from pathlib import Path
 from distdx.diagnose.evaluate import CaseResult, case_input, dimension_scores, evaluate, select_cases
 from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_accuracy import KEPT_BACK  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "corpus" / "cases.jsonl"
 HUMAN = ROOT / "benchmarks" / "cases" / "human_from_input.jsonl"
+SETS = {"test": ("corpus test split", "test", None, 13), "kept-back": ("kept back", None, KEPT_BACK, 27)}
 
 
-def make_inputs(out: Path, parts: int) -> None:
-    test = select_cases(CORPUS, "test")
-    random.Random(13).shuffle(test)
+def read_ids() -> set[str]:
+    return {json.loads(line)["id"] for line in HUMAN.read_text(encoding="utf-8").splitlines()} if HUMAN.exists() else set()
+
+
+def make_inputs(out: Path, which: str, parts: int) -> None:
+    _, split, batches, seed = SETS[which]
+    done = read_ids()
+    todo = [c for c in select_cases(CORPUS, split, batches) if str(c["id"]) not in done]
+    random.Random(seed).shuffle(todo)
     out.mkdir(parents=True, exist_ok=True)
     for k in range(parts):
         with open(out / f"input{k + 1}.jsonl", "w", encoding="utf-8") as f:
-            for case in test[k::parts]:
+            for case in todo[k::parts]:
                 f.write(json.dumps({"id": case["id"], "input": case_input(case)}, ensure_ascii=False) + "\n")
 
 
@@ -55,27 +68,34 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--make-inputs", type=Path, metavar="DIR", help="write the readers' input files and stop")
+    parser.add_argument("--set", choices=sorted(SETS), default="test", help="which cases --make-inputs writes")
     parser.add_argument("--parts", type=int, default=3)
     args = parser.parse_args()
     if args.make_inputs:
-        make_inputs(args.make_inputs, args.parts)
+        make_inputs(args.make_inputs, args.set, args.parts)
         return 0
-    gold = {str(c["id"]): {d: str((c.get("labels") or {}).get(d, UNKNOWN)) for d in DIMENSIONS}
-            for c in select_cases(CORPUS, "test")}
-    human = human_results(gold)
-    read = {r.id for r in human}
-    engine = [r for r in evaluate(CORPUS, split="test").results if r.id in read]
-    rows = {"human, from the same text": dimension_scores(human), "distdx": dimension_scores(engine)}
+    table: dict[str, dict] = {}
+    for name, split, batches, _ in SETS.values():
+        gold = {str(c["id"]): {d: str((c.get("labels") or {}).get(d, UNKNOWN)) for d in DIMENSIONS}
+                for c in select_cases(CORPUS, split, batches)}
+        human = human_results(gold)
+        read = {r.id for r in human}
+        engine = [r for r in evaluate(CORPUS, split=split, batches=batches).results if r.id in read]
+        table[name] = {"cases": len(gold), "read": len(human),
+                       "rows": {"a reader, from the same text": dimension_scores(human), "distdx": dimension_scores(engine)}}
     if args.json:
-        print(json.dumps({name: {d: vars(s) for d, s in dims.items()} for name, dims in rows.items()}, indent=2))
+        print(json.dumps({name: {"cases": t["cases"], "read": t["read"],
+                                 **{who: {d: vars(s) for d, s in dims.items()} for who, dims in t["rows"].items()}}
+                          for name, t in table.items()}, indent=2))
         return 0
-    print(f"corpus test split, {len(human)} of {len(gold)} cases read by a person from the input alone\n")
-    print("| who | " + " | ".join(f"{d} top-1 / top-3 / kappa" for d in DIMENSIONS) + " |")
-    print("|---|" + "---|" * len(DIMENSIONS))
-    for name, dims in rows.items():
-        print(f"| {name} | " + " | ".join(f"{s.top1:.3f} / {s.top3:.3f} / {s.kappa:.2f}" for s in dims.values()) + " |")
-    majority = rows["distdx"]
-    print("| majority class | " + " | ".join(f"{s.majority_top1:.3f} ({s.majority_label})" for s in majority.values()) + " |")
+    print("| set | who | " + " | ".join(f"{d} top-1 / top-3 / kappa" for d in DIMENSIONS) + " |")
+    print("|---|---|" + "---|" * len(DIMENSIONS))
+    for name, t in table.items():
+        label = f"{name} ({t['read']} of {t['cases']} read)"
+        for who, dims in t["rows"].items():
+            print(f"| {label} | {who} | " + " | ".join(f"{s.top1:.3f} / {s.top3:.3f} / {s.kappa:.2f}" for s in dims.values()) + " |")
+        engine = t["rows"]["distdx"]
+        print(f"| {label} | majority class | " + " | ".join(f"{s.majority_top1:.3f} ({s.majority_label})" for s in engine.values()) + " |")
     return 0
 
 

@@ -45,7 +45,7 @@ GRID = {
     "text_weight": (0.9, 1.2),
     "nb_share": (0.5, 0.65),
     "stage_coupling": (0.6, 0.8),
-    "symptom_cues": (0.0, 0.5),
+    "symptom_cues": (0.0, 0.8),
 }
 FOLDS = 5
 # the engine before index_prior and fix_class_prior (study's shares as the prior, no class prior in naive Bayes)

@@ -78,9 +78,13 @@ class Weights:
     #: kept only when it raises agreement beyond chance, not just top-1 (benchmarks/bench_weights.py)
     fix_class_prior: float = 0.0
     #: weight of the symptom cues (``symptoms`` in ``phases.yaml``: the kind of failure the words tell,
-    #: as a symptom of the stage the engine believes) beside the symptom's other evidence; 0.5 raised
-    #: symptom top-1 on train (strict) 0.687 -> 0.706 and on dev 0.905 -> 0.912, kappa with it
-    symptom_cues: float = 0.5
+    #: as a symptom of the stage the engine believes) beside the symptom's other evidence, where no rule
+    #: explains the input; 0.8, giving way fully to the rules, raised symptom top-1 on train (strict)
+    #: 0.682 -> 0.702 and on dev 0.905 -> 0.912, kappa with it (benchmarks/bench_weights.py)
+    symptom_cues: float = 0.8
+    #: how far the symptom cues give way to the rules' evidence (0: not at all; 1: by the rules' weight,
+    #: so a rule's own symptom on the first failure stands against the words of its cascade)
+    cues_yield_to_rules: float = 1.0
     #: a similar issue whose root cause differs from the diagnosis's needs this close a wording
     similar_min_similarity: float = 0.15
 
@@ -412,8 +416,9 @@ def combine(signals: Signals, weights: Weights = DEFAULT_WEIGHTS) -> dict[str, d
             (weights.prior_weight, _mix([(1 - weights.index_prior, _priors(dim)), (weights.index_prior, shares)])),
         ])
     if weights.symptom_cues and signals.symptom_cues:
-        dists["symptom"] = _mix([(1.0, dists["symptom"]),
-                                 (weights.symptom_cues, _told_symptoms(signals.symptom_cues, dists["stage"]))])
+        # the words tell the kind of failure where no rule explains it: a rule's own symptom stands
+        weight = weights.symptom_cues * (1 - weights.cues_yield_to_rules * w_rule)
+        dists["symptom"] = _mix([(1.0, dists["symptom"]), (weight, _told_symptoms(signals.symptom_cues, dists["stage"]))])
     dists["symptom"] = _couple_to_stage(dists["symptom"], dists["stage"], weights.stage_coupling)
     dists["root_cause"] = _couple_to_stage(dists["root_cause"], dists["stage"], weights.stage_coupling)
     dists["fix_pattern"] = _mix([(1.0, dists["fix_pattern"]), (weights.fix_via_cause,

@@ -229,11 +229,20 @@ def _couple_to_stage(dist: dict[str, float], stage_dist: dict[str, float], coupl
     return _normalise(out)
 
 
-def _phase_weights(text: str, boost: float) -> dict[str, float]:
-    """A factor per stage from the phase markers in the input (1.0 when a stage shows none). A marker
-    counts once however often it shows, so each distinct line is searched once (a 200k-frame
-    traceback repeats its lines)."""
-    evidence = phase_evidence("\n".join(dict.fromkeys(text.split("\n"))))
+def _distinct_lines(text: str) -> str:
+    """The first line of each shape (long numbers and rank numbers aside): a marker or cue counts once
+    however often it shows, so each is searched once (a 200k-frame traceback repeats its lines, 512
+    ranks print the same line with their own numbers)."""
+    first: dict[str, str] = {}
+    for line in text.split("\n"):
+        first.setdefault(_line_shape(line), line)
+    return "\n".join(first.values())
+
+
+def _phase_weights(distinct: str, boost: float) -> dict[str, float]:
+    """A factor per stage from the phase markers in the input's distinct lines (1.0 when a stage
+    shows none)."""
+    evidence = phase_evidence(distinct)
     return {stage: 1.0 + boost * min(count, 3) for stage, count in evidence.items()}
 
 
@@ -338,7 +347,8 @@ def gather_signals(
     ranked_rules = sorted(strongest.values(), key=lambda h: (-h.strength, h.rule.code))
     contributions = [h.strength * weights.evidence_decay**i for i, h in enumerate(ranked_rules)]
 
-    phase = _phase_weights(text, weights.phase_boost)
+    distinct = _distinct_lines(text)
+    phase = _phase_weights(distinct, weights.phase_boost)
     rule_votes: dict[str, dict[str, float]] = {d: defaultdict(float) for d in DIMENSIONS}
     for hit, contribution in zip(ranked_rules, contributions):
         targets = {
@@ -367,7 +377,7 @@ def gather_signals(
         known=[nb for nb in neighbours if not nb.issue.id.startswith((RULE_DOC_PREFIX, TAXONOMY_DOC_PREFIX))],
         fix_given_cause=_conditional(model, exclude_ids | exact_ids, "root_cause", "fix_pattern"),
         label_shares=_label_shares(model, exclude_ids | exact_ids),
-        symptom_cues=tuple((family.symptoms, n) for family, n in symptom_evidence("\n".join(dict.fromkeys(text.split("\n"))))),
+        symptom_cues=tuple((family.symptoms, n) for family, n in symptom_evidence(distinct)),
     )
 
 

@@ -59,10 +59,8 @@ def linear(model):
     return fit_predict
 
 
-def knn_vote(train_x, train_y, test_x, k=5):
-    vec = TfidfVectorizer(sublinear_tf=True)
-    known = vec.fit_transform(train_x)
-    sims = (vec.transform(test_x) @ known.T).toarray()
+def nearest_vote(sims, train_y, k=5):
+    """Per row of similarities (test x train), the label of the k nearest train cases, similarity-weighted."""
     out = []
     for row in sims:
         votes: dict[str, float] = {}
@@ -70,6 +68,12 @@ def knn_vote(train_x, train_y, test_x, k=5):
             votes[train_y[i]] = votes.get(train_y[i], 0.0) + row[i]
         out.append(max(votes, key=votes.get))
     return np.array(out)
+
+
+def knn_vote(train_x, train_y, test_x, k=5):
+    vec = TfidfVectorizer(sublinear_tf=True)
+    known = vec.fit_transform(train_x)
+    return nearest_vote((vec.transform(test_x) @ known.T).toarray(), train_y, k)
 
 
 APPROACHES = {
@@ -94,14 +98,7 @@ def embedding_approaches() -> dict:
         return model.embed(list(texts))
 
     def knn(train_x, train_y, test_x, k=5):
-        sims = embed(test_x) @ embed(train_x).T
-        out = []
-        for row in sims:
-            votes: dict[str, float] = {}
-            for i in np.argsort(-row)[:k]:
-                votes[train_y[i]] = votes.get(train_y[i], 0.0) + row[i]
-            out.append(max(votes, key=votes.get))
-        return np.array(out)
+        return nearest_vote(embed(test_x) @ embed(train_x).T, train_y, k)
 
     def logistic(train_x, train_y, test_x):
         return LogisticRegression(C=1, max_iter=3000).fit(embed(train_x), train_y).predict(embed(test_x))

@@ -61,6 +61,12 @@ def human_kappa(path: Path, split: str | None, batches: tuple[str, ...] | None =
     return out
 
 
+def index_of(path: Path, split: str | None = None) -> list:
+    """The known issues a labelled file's cases (of ``split``, if given) make, as `kb build` makes them."""
+    return [issue_from_case(c, path.name, (str(path), n)) for n, c in enumerate(read_cases(path), 1)
+            if split is None or c.get("split") == split]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--strict", action="store_true", help="leave out the rules that cite each case")
@@ -69,7 +75,7 @@ def main() -> int:
     # rules of severity "info" are weak cues, most of them in an issue's prose ("the checkpoint save fails");
     # the others match error and warning lines: the share without the info cues is printed beside
     prose_cue = {r.code for r in load_rules() if r.severity == "info"}
-    dev_only = [issue_from_case(c, "dev.jsonl", (str(DEV), n)) for n, c in enumerate(read_cases(DEV), 1)]
+    dev_only = index_of(DEV)
     results = {}
     for name, path, split, batches in SETS:
         now = evaluate(path, split=split, strict=args.strict, batches=batches)

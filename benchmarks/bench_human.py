@@ -29,8 +29,8 @@ import re
 import sys
 from pathlib import Path
 
-from distdx.diagnose.evaluate import CaseResult, case_input, dimension_scores, evaluate, select_cases
-from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN
+from distdx.diagnose.evaluate import CaseResult, case_input, dimension_scores, evaluate, gold_labels, select_cases
+from distdx.knowledge.taxonomy import DIMENSIONS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_accuracy import KEPT_BACK  # noqa: E402
@@ -86,8 +86,7 @@ def main() -> int:
         return 0
     table: dict[str, dict] = {}
     for name, split, batches, _ in SETS.values():
-        gold = {str(c["id"]): {d: str((c.get("labels") or {}).get(d, UNKNOWN)) for d in DIMENSIONS}
-                for c in select_cases(CORPUS, split, batches)}
+        gold = {str(c["id"]): gold_labels(c) for c in select_cases(CORPUS, split, batches)}
         named = named_in_conventions(gold)
         human = human_results(gold, named)
         read = {r.id for r in human}

@@ -17,11 +17,10 @@ import sys
 from pathlib import Path
 
 from distdx.diagnose.evaluate import evaluate
-from distdx.knowledge.known_issues import issue_from_case, read_cases
 from distdx.knowledge.taxonomy import DIMENSIONS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_accuracy import CORPUS, DEV, KEPT_BACK  # noqa: E402
+from bench_accuracy import CORPUS, DEV, KEPT_BACK, index_of  # noqa: E402
 
 FRACTIONS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
@@ -30,9 +29,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
-    dev = [issue_from_case(c, "dev.jsonl", (str(DEV), n)) for n, c in enumerate(read_cases(DEV), 1)]
-    train = [issue_from_case(c, "cases.jsonl", (str(CORPUS), n)) for n, c in enumerate(read_cases(CORPUS), 1)
-             if c.get("split") == "train"]
+    dev, train = index_of(DEV), index_of(CORPUS, "train")
     sets = {"corpus test": ("test", None), "kept back": (None, KEPT_BACK)}
     print(f"top-1 with the index at a fraction of the {len(train)} train cases (plus the {len(dev)} dev cases); "
           f"mean of {args.seeds} seeds\n")

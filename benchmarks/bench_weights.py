@@ -29,7 +29,7 @@ from collections import Counter
 from pathlib import Path
 
 from distdx.diagnose.engine import DEFAULT_WEIGHTS, Signals, Weights, combine, gather_signals
-from distdx.diagnose.evaluate import case_setup, cohen_kappa, select_cases
+from distdx.diagnose.evaluate import case_setup, cohen_kappa, gold_labels, select_cases
 from distdx.knowledge.rules import load_rules
 from distdx.knowledge.taxonomy import DIMENSIONS, UNKNOWN, taxonomy
 
@@ -63,7 +63,7 @@ def gather(cases: list[dict], strict: bool) -> list[Scored]:
     out = []
     for case in cases:
         parsed, in_play, excluded = case_setup(case, rules, strict=strict)
-        gold = {d: str((case.get("labels") or {}).get(d, UNKNOWN)) for d in DIMENSIONS}
+        gold = gold_labels(case)
         out.append(Scored(gold, gather_signals(parsed, rules=in_play, exclude_ids=excluded)))
     return out
 

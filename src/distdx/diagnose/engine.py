@@ -234,7 +234,7 @@ def _distinct_lines(text: str) -> str:
     however often it shows, so each is searched once (a 200k-frame traceback repeats its lines, 512
     ranks print the same line with their own numbers)."""
     first: dict[str, str] = {}
-    for line in text.split("\n"):
+    for line in dict.fromkeys(text.split("\n")):  # a repeated line is shaped once
         first.setdefault(_line_shape(line), line)
     return "\n".join(first.values())
 

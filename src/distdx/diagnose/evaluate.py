@@ -100,6 +100,11 @@ class EvalReport:
         }
 
 
+def gold_labels(case: dict) -> dict[str, str]:
+    """A labelled case's label per dimension (``unknown`` where it has none)."""
+    return {d: str((case.get("labels") or {}).get(d, UNKNOWN)) for d in DIMENSIONS}
+
+
 def select_cases(cases_path: str | Path, split: str | None = None, batches: Sequence[str] | None = None) -> list[dict]:
     """The labelled cases of a file whose ``split`` is ``split`` and whose ``batch`` is one of ``batches``
     (None: any)."""
@@ -141,7 +146,7 @@ def evaluate(cases_path: str | Path, *, leave_one_out: bool = True, strict: bool
     for case in cases:
         parsed, rules, excluded = case_setup(case, all_rules, leave_one_out=leave_one_out, strict=strict)
         diagnosis = diagnose(parsed, exclude_ids=excluded, rules=rules, model=model)
-        gold = {d: str((case.get("labels") or {}).get(d, UNKNOWN)) for d in DIMENSIONS}
+        gold = gold_labels(case)
         predicted = {d: tuple(h.id for h in diagnosis.classification[d][:3]) for d in DIMENSIONS}
         similar = tuple(dict(s.labels) for s in diagnosis.similar if not s.exact)
         scores = {d: diagnosis.classification[d][0].score for d in DIMENSIONS if diagnosis.classification[d]}

@@ -3,7 +3,7 @@ import random
 
 from sklearn.metrics import cohen_kappa_score
 
-from distdx.diagnose.evaluate import case_input, cohen_kappa, evaluate
+from distdx.diagnose.evaluate import case_input, cohen_kappa, evaluate, proportion_interval
 
 
 def test_kappa_equals_sklearn_on_random_labels():
@@ -16,6 +16,16 @@ def test_kappa_equals_sklearn_on_random_labels():
         if len(set(a) | set(b)) == 1:
             continue
         assert abs(ours - cohen_kappa_score(a, b)) < 1e-9
+
+
+def test_proportion_interval_is_wilsons_as_scipy_computes_it():
+    from scipy.stats import binomtest
+
+    for right, n in ((0, 10), (98, 159), (159, 159), (1, 2), (139, 159), (40, 148)):
+        expected = binomtest(right, n).proportion_ci(method="wilson")
+        lo, hi = proportion_interval(right, n)
+        assert abs(lo - expected.low) < 1e-9 and abs(hi - expected.high) < 1e-9
+    assert proportion_interval(0, 0) == (0.0, 1.0)
 
 
 def test_case_input_is_context_blank_line_log():

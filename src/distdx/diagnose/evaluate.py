@@ -36,6 +36,17 @@ def cohen_kappa(pairs: list[tuple[str, str]]) -> float:
     return 1.0 if expected == 1 else (observed - expected) / (1 - expected)
 
 
+def proportion_interval(right: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson's 95 % interval (for the default ``z``) of a share of ``right`` out of ``n``: how far a
+    top-1 figure on this many cases could move with another draw of cases like them."""
+    if n <= 0:
+        return (0.0, 1.0)
+    p = right / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
 def case_input(case: dict) -> str:
     """What a user would paste: the context, a blank line, then the log (see CASES.md)."""
     return (case.get("context") or "").strip() + "\n\n" + (case.get("log") or "")

@@ -45,9 +45,10 @@ EXTRA = ROOT / "benchmarks" / "cases" / "extra.jsonl"
 # figures generalise (their train cases are in the index and scored leave-one-out, like corpus train)
 KEPT_BACK = ("b19-three-frameworks-2025", "b20-stacks-2025", "b21-torchdist-ray", "b22-trainers-2025",
              "b23-more-stacks", "b24-trainer-repos", "b25-rl-apex-kubeflow", "b26-llama-operator-neox",
-             "b27-alpa-unsloth", "b28-training-libs", "b29-fresh-2026")
+             "b27-alpa-unsloth", "b28-training-libs", "b29-fresh-2026",
+             "b30-three-frameworks-2026", "b31-serving-2026")
 SETS = (("corpus test", CORPUS, "test", None), ("corpus train", CORPUS, "train", None), ("dev", DEV, None, None),
-        ("extra", EXTRA, None, None), ("kept back (b19-b29)", CORPUS, None, KEPT_BACK))
+        ("extra", EXTRA, None, None), ("kept back (b19-b31)", CORPUS, None, KEPT_BACK))
 
 
 def human_kappa(path: Path, split: str | None, batches: tuple[str, ...] | None = None) -> dict[str, float | None]:

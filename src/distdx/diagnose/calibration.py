@@ -6,8 +6,9 @@ top score to the share of cases with that score whose top answer was right, fitt
 :func:`fit` (isotonic regression, pooled into blocks of at least ``min_block`` cases, Laplace
 smoothed) on the corpus's train split, leave-one-out; ``benchmarks/calibrate.py`` refits it and
 reports the expected calibration error on the test split. The tier says how far to trust the
-answer: ``confident`` when the symptom's probability reaches the threshold in the file (chosen
-where the top symptom was right at least 9 times in 10 on the fitted cases), ``likely`` from 0.5,
+answer: ``confident`` when the symptom's probability reaches the threshold in the file (the first
+probability of the fitted table that is at least 0.9: answers there were right at least 9 times in 10
+on the fitted cases), ``likely`` from 0.5,
 ``weak`` below.
 """
 

@@ -14,7 +14,8 @@ same figures as `bench_accuracy.py`.
 `--make-inputs` writes the readers' input files: the cases of the set that the readings file does not
 hold yet, in a seeded shuffle, split into parts. The readers were independent helpers, one per part,
 each briefed with the taxonomy, `shared/cases/CASES.md` and `corpus/CONVENTIONS.md` only: first the
-146 cases of the test split (seed 13), then the kept-back cases not read yet (seed 27). The kept-back
+146 cases of the test split (seed 13), then the kept-back cases not read yet (seed 27; in the sixth
+session the 27 of b28-b31, by one more reader). The kept-back
 batches (`bench_accuracy.KEPT_BACK`) are scored as a second set. `corpus/CONVENTIONS.md`, which the
 readers follow, names some cases with the labels decided for them; those cases are left out of both
 rows (the reader may have read the answer there), and the table says how many.

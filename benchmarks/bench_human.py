@@ -8,7 +8,7 @@ dimension; `benchmarks/cases/human_from_input.jsonl`), and both are scored again
 labels on the same cases, beside the majority class. It is the ceiling that the text allows, in the
 same figures as `bench_accuracy.py`.
 
-    python benchmarks/bench_human.py [--json]
+    python benchmarks/bench_human.py [--json] [--gap]
     python benchmarks/bench_human.py --make-inputs DIR [--set test|kept-back] [--parts 3]
 
 `--make-inputs` writes the readers' input files: the cases of the set that the readings file does not
@@ -18,7 +18,9 @@ each briefed with the taxonomy, `shared/cases/CASES.md` and `corpus/CONVENTIONS.
 session the 27 of b28-b31, by one more reader). The kept-back
 batches (`bench_accuracy.KEPT_BACK`) are scored as a second set. `corpus/CONVENTIONS.md`, which the
 readers follow, names some cases with the labels decided for them; those cases are left out of both
-rows (the reader may have read the answer there), and the table says how many.
+rows (the reader may have read the answer there), and the table says how many. `--gap` also prints
+where distdx falls behind the reader: symptom top-1 per gold stage over both sets (each case once), and
+how many of distdx's symptom misses already had the stage wrong.
 """
 
 from __future__ import annotations
@@ -75,23 +77,46 @@ def human_results(gold: dict[str, dict[str, str]], skip: set[str]) -> list[CaseR
     return results
 
 
+def gap(pairs: dict[str, tuple[CaseResult, CaseResult]]) -> None:
+    """Symptom top-1 of the reader and of distdx per gold stage, and how distdx's misses split."""
+    def right(r: CaseResult, dim: str) -> bool:
+        return bool(r.predicted[dim]) and r.predicted[dim][0] == r.gold[dim]
+
+    print("\nwhere distdx falls behind the reader (both sets, each case once), symptom top-1:")
+    print("| gold stage | cases | reader | distdx | distdx stage right |")
+    print("|---|---|---|---|---|")
+    for stage in sorted({h.gold["stage"] for h, _ in pairs.values()}):
+        rows = [(h, e) for h, e in pairs.values() if h.gold["stage"] == stage]
+        print(f"| {stage} | {len(rows)} | {sum(right(h, 'symptom') for h, _ in rows) / len(rows):.3f} | "
+              f"{sum(right(e, 'symptom') for _, e in rows) / len(rows):.3f} | {sum(right(e, 'stage') for _, e in rows) / len(rows):.3f} |")
+    misses = [(h, e) for h, e in pairs.values() if not right(e, "symptom")]
+    wrong_stage = sum(not right(e, "stage") for _, e in misses)
+    reader_right = sum(right(h, "symptom") for h, _ in misses)
+    print(f"distdx misses the symptom on {len(misses)} of {len(pairs)} cases: {wrong_stage} with the stage wrong too, "
+          f"{len(misses) - wrong_stage} within the right stage; the reader names {reader_right} of them")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--make-inputs", type=Path, metavar="DIR", help="write the readers' input files and stop")
     parser.add_argument("--set", choices=sorted(SETS), default="test", help="which cases --make-inputs writes")
     parser.add_argument("--parts", type=int, default=3)
+    parser.add_argument("--gap", action="store_true", help="also print where distdx falls behind the reader")
     args = parser.parse_args()
     if args.make_inputs:
         make_inputs(args.make_inputs, args.set, args.parts)
         return 0
     table: dict[str, dict] = {}
+    pairs: dict[str, tuple[CaseResult, CaseResult]] = {}
     for name, split, batches, _ in SETS.values():
         gold = {str(c["id"]): gold_labels(c) for c in select_cases(CORPUS, split, batches)}
         named = named_in_conventions(gold)
         human = human_results(gold, named)
         read = {r.id for r in human}
         engine = [r for r in evaluate(CORPUS, split=split, batches=batches).results if r.id in read]
+        by_id = {r.id: r for r in engine}
+        pairs.update({h.id: (h, by_id[h.id]) for h in human if h.id in by_id})
         table[name] = {"cases": len(gold), "read": len(human), "named": len(named & read_ids()),
                        "rows": {"a reader, from the same text": dimension_scores(human), "distdx": dimension_scores(engine)}}
     if args.json:
@@ -107,6 +132,8 @@ def main() -> int:
             print(f"| {label} | {who} | " + " | ".join(f"{s.top1:.3f} / {s.top3:.3f} / {s.kappa:.2f}" for s in dims.values()) + " |")
         engine = t["rows"]["distdx"]
         print(f"| {label} | majority class | " + " | ".join(f"{s.majority_top1:.3f} ({s.majority_label})" for s in engine.values()) + " |")
+    if args.gap:
+        gap(pairs)
     return 0
 
 

@@ -121,12 +121,12 @@ def analyse(name: str, cases: list[Scored], predicted: list[dict[str, list[str]]
           + ", ".join(f"{g}->{p} {n}" for (g, p), n in causes.most_common(10)) + "\n")
 
 
-def label_features(signals: Signals, dim: str, bias: bool) -> list[list[float]]:
-    """One row per label of ``dim``: the evidence the engine mixes, as a learned combiner would see it."""
+def label_features(signals: Signals, dists: dict[str, dict[str, float]], dim: str, bias: bool) -> list[list[float]]:
+    """One row per label of ``dim``: the evidence the engine mixes (``dists``: what it made of it), as a
+    learned combiner would see it."""
     tax = taxonomy()
     labels = tax.ids(dim)
     w_rule, w_text = evidence_weights(signals)
-    dists = combine(signals)
     own, stage = dists[dim], dists["stage"]
     rules = _normalise(signals.rule_votes[dim]) if signals.rule_votes[dim] else {}
     near = signals.neighbour_votes[dim]
@@ -149,9 +149,11 @@ def learned(train: list[Scored], dev: list[Scored], bias: bool, l2: float = 5.0,
     """Score a learned combiner: 5-fold cross-validation over train, then fitted on train and scored on dev."""
     import numpy as np
 
+    combined = {id(c): combine(c.signals) for c in train + dev}
+
     def data(cases: list[Scored], dim: str) -> list[tuple["np.ndarray", int]]:
         labels = taxonomy().ids(dim)
-        return [(np.array(label_features(c.signals, dim, bias)), labels.index(c.gold[dim]))
+        return [(np.array(label_features(c.signals, combined[id(c)], dim, bias)), labels.index(c.gold[dim]))
                 for c in cases if c.gold[dim] in labels]
 
     def fit(rows: list[tuple["np.ndarray", int]]) -> "np.ndarray":

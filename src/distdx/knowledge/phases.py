@@ -17,12 +17,12 @@ from distdx.yamlio import load_yaml
 
 def _validated(raw: bytes) -> dict:
     data = load_yaml(raw.decode("utf-8"))
-    stages = set(taxonomy().ids("stage"))
+    tax = taxonomy()
+    stages = set(tax.ids("stage"))
     if (not isinstance(data, dict) or data.get("version") != 1 or set(data.get("phases", {})) - stages
             or not isinstance(data.get("failure"), list)):
         raise DistdxError("DX-KB-005", "phases.yaml must have `version: 1`, phases keyed by stage IDs, a `failure` list and well-formed symptom families",
                           hint="fix src/distdx/knowledge/phases.yaml", exit_code=3)
-    tax = taxonomy()
     for family in data.get("symptoms") or []:
         mapping = family.get("symptoms") if isinstance(family, dict) else None
         if (not isinstance(mapping, dict) or not mapping or not family.get("family")
